@@ -1,0 +1,137 @@
+# voltgate — one non-recursive Makefile; every output lands under $(BUILD).
+#
+#   make            library (build/lib/libvoltgate.{a,so}) and build/bin/voltgate
+#   make check      dependencies, build, every suite; ends "N passed, N failed, N skipped"
+#   make regress    golden verification on every backend present, benchmarks, report
+#   make deps       check (and as root on Debian/Ubuntu install) the dependencies
+#   make clean
+#
+# Knobs:
+#   CUDA=0              CPU-only build even where nvcc exists
+#   CUDA_ARCHS="70 90"  the SM list (default: 70 or the lowest nvcc lists, 80, 90)
+#   DEPS_PREFIX=DIR     an extra prefix holding usr/include and usr/lib/<triplet>
+#                       (the GPU machine's unpacked cmocka/cJSON .debs, see ci/device-run)
+#   VG_DEPS=build       make deps checks only what building and testing need
+#                       (no gcovr, no matplotlib): for machines without a network
+
+BUILD ?= build
+CC ?= cc
+PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || command -v python3)
+VG_DEPS ?= all
+DEPS_PREFIX ?=
+
+# ---- CUDA detection -------------------------------------------------------
+CUDA ?= auto
+ifeq ($(CUDA),0)
+  NVCC :=
+else
+  NVCC ?= $(shell command -v nvcc 2>/dev/null || (test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc))
+endif
+ifneq ($(NVCC),)
+  CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+  NVCC_ARCHS := $(shell $(NVCC) --list-gpu-arch 2>/dev/null | sed -n 's/^compute_\([0-9]*\)$$/\1/p' | sort -n)
+  # 70 when this nvcc still builds for Volta (CUDA 12 and older), else its lowest arch; 80 and 90 always.
+  CUDA_ARCH_LOW := $(if $(filter 70,$(NVCC_ARCHS)),70,$(firstword $(NVCC_ARCHS)))
+  CUDA_ARCHS ?= $(sort $(CUDA_ARCH_LOW) 80 90)
+  VG_WITH_CUDA := 1
+else
+  VG_WITH_CUDA := 0
+  CUDA_ARCHS :=
+endif
+
+# ---- Dependencies' flags --------------------------------------------------
+TRIPLET := $(shell $(CC) -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
+HDF5_CFLAGS := $(shell pkg-config --cflags hdf5-serial 2>/dev/null || echo -I/usr/include/hdf5/serial)
+HDF5_LIBS := $(shell pkg-config --libs hdf5-serial 2>/dev/null || echo -L/usr/lib/$(TRIPLET)/hdf5/serial -lhdf5)
+ifneq ($(DEPS_PREFIX),)
+  DEPS_ABS := $(abspath $(DEPS_PREFIX))
+  EXTRA_CFLAGS := -I$(DEPS_ABS)/usr/include
+  EXTRA_LDFLAGS := -L$(DEPS_ABS)/usr/lib/$(TRIPLET) -Wl,-rpath,$(DEPS_ABS)/usr/lib/$(TRIPLET)
+endif
+
+CPPFLAGS += -Iinclude -Ikernels -Iruntime -Igolden -Itools -Isuites/common $(HDF5_CFLAGS) $(EXTRA_CFLAGS) \
+            -DVG_WITH_CUDA=$(VG_WITH_CUDA) -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+CFLAGS ?= -O2 -g
+CFLAGS += -std=c11 -Wall -Wextra -Werror -fPIC -pthread
+LDFLAGS += $(EXTRA_LDFLAGS) -pthread
+LDLIBS := $(HDF5_LIBS) -lcjson -lm
+
+ifeq ($(VG_WITH_CUDA),1)
+  NVCC_GENCODE := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+                  -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
+  NVCCFLAGS ?= -O3 -lineinfo
+  NVCCFLAGS += -std=c++17 $(NVCC_GENCODE) -Xcompiler=-fPIC,-Wall,-Wextra -Werror=all-warnings \
+               -Iinclude -Ikernels -Ikernels/cuda -DVG_WITH_CUDA=1
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+endif
+
+# ---- Sources ----------------------------------------------------------------
+LIB_C_SRCS := $(wildcard kernels/*.c kernels/cpu/*.c runtime/*.c golden/*.c)
+ifeq ($(VG_WITH_CUDA),1)
+  LIB_C_SRCS := $(filter-out kernels/cuda_absent.c,$(LIB_C_SRCS))
+  LIB_CU_SRCS := $(wildcard kernels/cuda/*.cu)
+endif
+TOOL_SRCS := $(wildcard tools/*.c)
+SUITE_SRCS := $(wildcard suites/test_*.c)
+SUITE_COMMON := $(wildcard suites/common/*.c)
+
+LIB_OBJS := $(LIB_C_SRCS:%.c=$(BUILD)/obj/%.o) $(LIB_CU_SRCS:%.cu=$(BUILD)/obj/%.cu.o)
+TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
+SUITE_COMMON_OBJS := $(SUITE_COMMON:%.c=$(BUILD)/obj/%.o)
+SUITE_BINS := $(SUITE_SRCS:suites/%.c=$(BUILD)/suites/%)
+
+LIB_A := $(BUILD)/lib/libvoltgate.a
+LIB_SO := $(BUILD)/lib/libvoltgate.so
+TOOL := $(BUILD)/bin/voltgate
+
+.PHONY: all check regress deps clean suites print-config
+.DEFAULT_GOAL := all
+
+all: $(LIB_A) $(LIB_SO) $(TOOL)
+
+print-config:
+	@echo "CUDA=$(VG_WITH_CUDA) NVCC=$(NVCC) CUDA_ARCHS=$(CUDA_ARCHS)"
+	@echo "CC=$(CC) PYTHON=$(PYTHON) DEPS_PREFIX=$(DEPS_PREFIX)"
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%.cu.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $(EXTRA_CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB_A): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIB_SO): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(TOOL): $(TOOL_OBJS) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJS) $(LIB_A) $(LDLIBS)
+
+$(BUILD)/suites/%: $(BUILD)/obj/suites/%.o $(SUITE_COMMON_OBJS) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(SUITE_COMMON_OBJS) $(LIB_A) $(LDLIBS) -lcmocka
+
+suites: $(SUITE_BINS) $(TOOL)
+
+# ---- The two commands -------------------------------------------------------
+deps:
+	@VG_DEPS=$(VG_DEPS) DEPS_PREFIX="$(DEPS_PREFIX)" PYTHON="$(PYTHON)" sh ci/deps.sh
+
+check: deps
+	@$(MAKE) --no-print-directory suites
+	@$(PYTHON) suites/run.py --build $(BUILD) --python $(PYTHON)
+
+regress: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh ci/regress
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(LIB_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(SUITE_BINS:$(BUILD)/suites/%=$(BUILD)/obj/suites/%.d)

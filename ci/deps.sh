@@ -1,0 +1,46 @@
+#!/bin/sh
+# Checks voltgate's dependencies; as root on Debian/Ubuntu installs the missing
+# ones with apt-get, otherwise prints the exact command and fails.
+#   VG_DEPS=all    (default) HDF5, cmocka, cJSON, gcovr, python3 + matplotlib
+#   VG_DEPS=build  only what building and the suites need (machines without
+#                  a network, like the GPU runner with DEPS_PREFIX)
+#   DEPS_PREFIX    extra prefix searched for headers (usr/include under it)
+set -u
+mode=${VG_DEPS:-all}
+prefix=${DEPS_PREFIX:-}
+py=${PYTHON:-python3}
+missing=""
+
+have_header() {
+    for dir in /usr/include /usr/local/include ${prefix:+$prefix/usr/include}; do
+        [ -f "$dir/$1" ] && return 0
+    done
+    return 1
+}
+
+have_header hdf5/serial/hdf5.h || have_header hdf5.h || missing="$missing libhdf5-dev"
+have_header cmocka.h || missing="$missing libcmocka-dev"
+have_header cjson/cJSON.h || missing="$missing libcjson-dev"
+command -v "$py" >/dev/null 2>&1 || missing="$missing python3"
+if [ "$mode" = all ]; then
+    command -v h5dump >/dev/null 2>&1 || missing="$missing hdf5-tools"
+    command -v gcovr >/dev/null 2>&1 || missing="$missing gcovr"
+    "$py" -c 'import matplotlib' >/dev/null 2>&1 || missing="$missing python3-matplotlib"
+fi
+
+[ -z "$missing" ] && { echo "deps: all present ($mode)"; exit 0; }
+
+cmd="apt-get install -y --no-install-recommends$missing"
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "deps: installing$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    if ! { apt-get update -qq && $cmd -qq; } >/tmp/voltgate-deps.log 2>&1; then
+        echo "deps: apt-get failed (log: /tmp/voltgate-deps.log); install by hand: sudo $cmd" >&2
+        exit 1
+    fi
+    echo "deps: installed$missing"
+    exit 0
+fi
+echo "deps: missing$missing" >&2
+echo "deps: install them with: sudo $cmd" >&2
+exit 1

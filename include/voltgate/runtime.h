@@ -1,0 +1,166 @@
+/*
+ * voltgate runtime: devices, kernel_config, policy partitions, the dispatch
+ * decision (measure / reuse / heuristic), freeze, trace, LUT and warm-up.
+ * DESIGN.md gives the semantics; this header is the contract.
+ */
+#ifndef VOLTGATE_RUNTIME_H
+#define VOLTGATE_RUNTIME_H
+
+#include <stdint.h>
+
+#include "voltgate/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Tuning limits: measuring happens only at or under these sizes. */
+#define VG_TUNE_MAX_DENSE_M 64
+#define VG_TUNE_MAX_GROUP_TOKENS 128
+
+typedef struct vg_device vg_device;
+typedef struct vg_config vg_config;
+
+/* ---- kernel_config ------------------------------------------------------ */
+/* Parses the engine's kernel_config JSON.  On error returns VG_ERR_CONFIG and
+ * vg_last_error() names the JSON path, e.g.
+ * "sm70_runtime.freeze_tuning_after_warmup: expected boolean, got \"yes\"". */
+vg_status vg_config_parse(const char *json, vg_config **out);
+vg_status vg_config_load(const char *path, vg_config **out);
+/* All fields at their defaults. */
+vg_status vg_config_default(vg_config **out);
+vg_status vg_config_free(vg_config *cfg);
+/* The policy hash: over the fields that change kernel choice only. */
+vg_status vg_config_policy_hash(const vg_config *cfg, uint64_t *hash);
+/* Canonical JSON of every field (for records); *json is malloc'ed. */
+vg_status vg_config_to_json(const vg_config *cfg, char **json);
+
+typedef struct vg_config_fields {
+    int fp8_grouped_bmm_decode;      /* default 1 */
+    int fp8_tune_small_shapes;       /* default 1 */
+    int fp8_coordinated_tuning;      /* default 0 */
+    int freeze_tuning_after_warmup;  /* default 0 */
+    const char *gemm_lut_path;       /* default NULL; owned by the config */
+} vg_config_fields;
+vg_status vg_config_get(const vg_config *cfg, vg_config_fields *out);
+
+/* ---- devices -------------------------------------------------------------- */
+/* backend "cpu" or "cuda"; VG_ERR_NO_DEVICE when cuda is absent. */
+vg_status vg_device_open(const char *backend, int ordinal, vg_device **out);
+vg_status vg_device_close(vg_device *dev);
+/* "cpu" / "cuda", and the arch (0 for cpu, 70, 90, ...). */
+vg_status vg_device_info(const vg_device *dev, const char **backend, int *arch);
+
+/* Memory of the device's backend (host memory on cpu). */
+vg_status vg_device_alloc(vg_device *dev, size_t bytes, void **ptr);
+vg_status vg_device_free(vg_device *dev, void *ptr);
+vg_status vg_device_upload(vg_device *dev, void *dst, const void *src, size_t bytes);
+vg_status vg_device_download(vg_device *dev, void *dst, const void *src, size_t bytes);
+vg_status vg_device_synchronize(vg_device *dev, void *stream);
+
+/* ---- policy context --------------------------------------------------------
+ * A per-thread stack: vg_gemm() uses the innermost entered policy, or the
+ * `default` partition outside any. */
+vg_status vg_policy_enter(vg_device *dev, const vg_config *cfg);
+vg_status vg_policy_leave(void);
+
+/* ---- dispatch ------------------------------------------------------------- */
+typedef enum vg_decision {
+    VG_DECISION_MEASURE = 0,
+    VG_DECISION_REUSE,
+    VG_DECISION_HEURISTIC
+} vg_decision;
+const char *vg_decision_name(vg_decision d);
+
+typedef struct vg_dispatch_info {
+    vg_decision decision;
+    const vg_plan *plan;       /* the plan that ran */
+    vg_path path;              /* the path that ran (grouped may become loop) */
+    uint64_t policy_hash;
+    double measured_us;        /* the winning time when decision == measure */
+    const char *why;           /* short reason ("capturing", "frozen", ...) or "" */
+} vg_dispatch_info;
+
+/* Decides a plan for the call and launches it.  `op` names the registered
+ * operator (e.g. "gemm"); info may be NULL.  The path asked for in args may
+ * be rerouted (grouped -> loop above GROUPED_DECODE_MAX_TOKENS tokens per
+ * group or with fp8_grouped_bmm_decode off); info->path says which ran. */
+vg_status vg_gemm(vg_device *dev, const char *op, const vg_gemm_args *args,
+                  vg_dispatch_info *info);
+
+/* Runs one named plan, bypassing the decision (golden verify --plan). */
+vg_status vg_gemm_with_plan(vg_device *dev, const char *plan_id, const vg_gemm_args *args);
+/* The plans of the device's backend that apply to the call, in table order;
+ * *plans points into a static table. */
+vg_status vg_device_plans(vg_device *dev, vg_family f, vg_path path, int32_t rows,
+                          const vg_plan **plans, size_t max, size_t *count);
+/* Bytes of workspace the device must have for this call under any plan. */
+vg_status vg_gemm_workspace_bytes(vg_device *dev, const vg_gemm_args *args, size_t *bytes);
+
+/* ---- freeze and tuning state -------------------------------------------------- */
+vg_status vg_device_freeze_tuning(vg_device *dev);
+typedef struct vg_tuning_state {
+    int frozen;
+    uint64_t measured_before_freeze;  /* shapes measured before the freeze */
+    uint64_t measured_after_freeze;   /* must stay 0 */
+    uint64_t measured_total;
+    uint64_t cache_entries;
+} vg_tuning_state;
+vg_status vg_device_tuning_state(vg_device *dev, vg_tuning_state *out);
+
+/* Tests only: replaces the backend's timer so a test decides which plan
+ * wins a measurement.  fn returns the time in microseconds; NULL restores
+ * the real timer. */
+typedef double (*vg_timer_fn)(const vg_plan *plan, const vg_gemm_args *args, void *user);
+vg_status vg_device_set_timer(vg_device *dev, vg_timer_fn fn, void *user);
+
+/* ---- trace ------------------------------------------------------------------ *
+ * VG_GEMM_TRACE=1 (stderr) or VG_GEMM_TRACE=/path (append), read at
+ * vg_device_open; vg_trace_set overrides it ("" or NULL turns it off). */
+vg_status vg_trace_set(vg_device *dev, const char *target);
+
+/* ---- LUT -------------------------------------------------------------------- */
+typedef struct vg_lut_report {
+    uint64_t applied;
+    uint64_t skipped_arch;     /* measured on another arch */
+    uint64_t skipped_policy;   /* another policy hash, when a policy was asked for */
+    uint64_t skipped_plan;     /* names a plan that no longer exists */
+} vg_lut_report;
+/* policy_hash 0 exports every partition. Written to a temporary file and
+ * renamed. */
+vg_status vg_lut_export(vg_device *dev, const char *path, uint64_t policy_hash);
+/* policy_hash 0 accepts every partition. */
+vg_status vg_lut_import(vg_device *dev, const char *path, uint64_t policy_hash,
+                        vg_lut_report *report);
+
+/* ---- warm-up ------------------------------------------------------------------ */
+typedef struct vg_layer {
+    vg_family family;
+    vg_path path;        /* dense, grouped (grouped decode sizes) or moe */
+    int32_t n, k, groups;
+} vg_layer;
+typedef struct vg_warmup_report {
+    uint64_t shapes_measured;
+    uint64_t calls;
+    int frozen;
+} vg_warmup_report;
+/* Enters cfg's policy itself, runs every grouped decode size 1..16 tokens per
+ * group and the dense decode sizes up to M 64 for each layer, then freezes when
+ * freeze_tuning_after_warmup is on. */
+vg_status vg_warmup(vg_device *dev, const vg_config *cfg, const vg_layer *layers, int n,
+                    vg_warmup_report *report);
+
+/* ---- operator registry ---------------------------------------------------------- */
+typedef struct vg_operator {
+    const char *name;          /* "gemm", ... */
+    const char *schema;        /* "gemm(Tensor x, QWeight w, Tensor? offsets, Policy native) -> Tensor" */
+    int takes_native_policy;
+} vg_operator;
+vg_status vg_registry_list(const vg_operator **ops, size_t *count);
+/* The operators listed as configured (taking a native policy argument). */
+vg_status vg_registry_configured(const char *const **names, size_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,59 @@
+/*
+ * The CUDA entry points of a CPU-only build (CUDA=0 or no nvcc found): each
+ * one says there is no device, so callers take the same path as on a machine
+ * without a GPU.  Compiled instead of kernels/cuda/ (see the Makefile).
+ */
+#include "kernels.h"
+
+static vg_status absent(void)
+{
+    return vg_fail(VG_ERR_NO_DEVICE, "no CUDA device: voltgate was built without CUDA");
+}
+
+vg_status vg_cuda_device_count(int *count)
+{
+    if (count)
+        *count = 0;
+    return absent();
+}
+vg_status vg_cuda_device_arch(int ordinal, int *arch) { (void)ordinal; (void)arch; return absent(); }
+size_t vg_cuda_plan_count(void) { return 0; }
+const vg_plan *vg_cuda_plan_at(size_t i) { (void)i; return NULL; }
+const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k)
+{
+    (void)f; (void)path; (void)rows; (void)n; (void)k;
+    return NULL;
+}
+vg_status vg_cuda_workspace_bytes(const vg_plan *p, const vg_gemm_args *a, size_t *bytes)
+{
+    (void)p; (void)a; (void)bytes;
+    return absent();
+}
+vg_status vg_cuda_gemm(const vg_plan *p, const vg_gemm_args *a) { (void)p; (void)a; return absent(); }
+vg_status vg_cuda_set_device(int ordinal) { (void)ordinal; return absent(); }
+vg_status vg_cuda_alloc(size_t bytes, void **ptr) { (void)bytes; (void)ptr; return absent(); }
+vg_status vg_cuda_free(void *ptr) { (void)ptr; return absent(); }
+vg_status vg_cuda_copy_to_device(void *dst, const void *src, size_t bytes)
+{
+    (void)dst; (void)src; (void)bytes;
+    return absent();
+}
+vg_status vg_cuda_copy_to_host(void *dst, const void *src, size_t bytes)
+{
+    (void)dst; (void)src; (void)bytes;
+    return absent();
+}
+vg_status vg_cuda_synchronize(void *stream) { (void)stream; return absent(); }
+vg_status vg_cuda_stream_capturing(void *stream, int *capturing)
+{
+    (void)stream;
+    if (capturing)
+        *capturing = 0;
+    return absent();
+}
+vg_status vg_cuda_time_plan(const vg_plan *p, const vg_gemm_args *a, int warmup, int reps,
+                            double *median_us)
+{
+    (void)p; (void)a; (void)warmup; (void)reps; (void)median_us;
+    return absent();
+}

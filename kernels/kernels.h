@@ -1,0 +1,61 @@
+/*
+ * The kernel layer's boundary: what each backend's kernels offer to the
+ * runtime.  Nothing here knows about policy, cache or trace.
+ *
+ * A backend exposes a fixed table of plans (data), one heuristic rule, a
+ * workspace query and a launcher that runs any path (dense, grouped, loop,
+ * moe) with a plan that vg_plan_applies() to it.  Every launcher validates its
+ * arguments with vg_gemm_check_args() and returns an error without launching
+ * when they are bad.
+ */
+#ifndef VOLTGATE_KERNELS_H
+#define VOLTGATE_KERNELS_H
+
+#include "voltgate/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Shapes, pointers, scale shape, alignment, offsets (monotone, from 0 to m)
+ * and output type.  Host-side; reads offsets_host only. */
+vg_status vg_gemm_check_args(const vg_gemm_args *a);
+
+/* ---- CPU backend (kernels/cpu/) ---------------------------------------- */
+size_t vg_cpu_plan_count(void);
+const vg_plan *vg_cpu_plan_at(size_t i);
+/* The fixed rule used when nothing measured applies.  Never NULL for a
+ * valid family/path. */
+const vg_plan *vg_cpu_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k);
+vg_status vg_cpu_workspace_bytes(const vg_plan *p, const vg_gemm_args *a, size_t *bytes);
+vg_status vg_cpu_gemm(const vg_plan *p, const vg_gemm_args *a);
+
+/* ---- CUDA backend (kernels/cuda/, built when CUDA is found) ------------ */
+/* Every function below returns VG_ERR_NO_DEVICE in a CPU-only build. */
+vg_status vg_cuda_device_count(int *count);
+/* arch as 10*major+minor (70, 90, ...) of the current device. */
+vg_status vg_cuda_device_arch(int ordinal, int *arch);
+size_t vg_cuda_plan_count(void);
+const vg_plan *vg_cuda_plan_at(size_t i);
+const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k);
+vg_status vg_cuda_workspace_bytes(const vg_plan *p, const vg_gemm_args *a, size_t *bytes);
+/* Enqueues on a->stream; graph-capturable (no allocation, no sync). */
+vg_status vg_cuda_gemm(const vg_plan *p, const vg_gemm_args *a);
+/* Device utilities, so that no C file outside kernels/cuda/ includes the
+ * CUDA runtime. */
+vg_status vg_cuda_set_device(int ordinal);
+vg_status vg_cuda_alloc(size_t bytes, void **ptr);
+vg_status vg_cuda_free(void *ptr);
+vg_status vg_cuda_copy_to_device(void *dst, const void *src, size_t bytes);
+vg_status vg_cuda_copy_to_host(void *dst, const void *src, size_t bytes);
+vg_status vg_cuda_synchronize(void *stream);
+/* *capturing = 1 while `stream` is capturing a CUDA graph. */
+vg_status vg_cuda_stream_capturing(void *stream, int *capturing);
+/* Median microseconds of `reps` launches after `warmup`, CUDA events. */
+vg_status vg_cuda_time_plan(const vg_plan *p, const vg_gemm_args *a, int warmup, int reps,
+                            double *median_us);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

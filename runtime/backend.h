@@ -1,0 +1,41 @@
+/*
+ * A device backend as the runtime sees it: the kernel layer's plans and
+ * launcher plus memory, timing and capture state.  backend_cpu.c and
+ * backend_cuda.c each fill one vg_backend_ops.
+ */
+#ifndef VOLTGATE_RUNTIME_BACKEND_H
+#define VOLTGATE_RUNTIME_BACKEND_H
+
+#include "voltgate/types.h"
+
+typedef struct vg_backend_ops {
+    const char *name;                    /* "cpu" or "cuda" */
+    /* Opens device `ordinal`; *ctx is passed back to every call below. */
+    vg_status (*open)(int ordinal, void **ctx, int *arch);
+    void (*close)(void *ctx);
+
+    size_t (*plan_count)(void);
+    const vg_plan *(*plan_at)(size_t i);
+    const vg_plan *(*heuristic)(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k);
+    vg_status (*workspace_bytes)(const vg_plan *p, const vg_gemm_args *a, size_t *bytes);
+    vg_status (*launch)(void *ctx, const vg_plan *p, const vg_gemm_args *a);
+
+    /* Median microseconds of `reps` launches after `warmup` launches, timed
+     * with the backend's clock (CUDA events on cuda). */
+    vg_status (*time_plan)(void *ctx, const vg_plan *p, const vg_gemm_args *a,
+                           int warmup, int reps, double *median_us);
+    /* Non-zero while `stream` is capturing a CUDA graph. */
+    int (*stream_capturing)(void *ctx, void *stream);
+
+    vg_status (*alloc)(void *ctx, size_t bytes, void **ptr);
+    void (*free)(void *ctx, void *ptr);
+    vg_status (*copy_to_device)(void *ctx, void *dst, const void *src, size_t bytes);
+    vg_status (*copy_to_host)(void *ctx, void *dst, const void *src, size_t bytes);
+    vg_status (*synchronize)(void *ctx, void *stream);
+} vg_backend_ops;
+
+extern const vg_backend_ops vg_backend_cpu;
+/* In a CPU-only build open() returns VG_ERR_NO_DEVICE. */
+extern const vg_backend_ops vg_backend_cuda;
+
+#endif

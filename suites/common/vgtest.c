@@ -1,0 +1,69 @@
+#include "vgtest.h"
+
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels.h"
+
+int vgtest_main(const char *group, const struct CMUnitTest *tests, size_t n, int argc,
+                char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
+            cmocka_set_test_filter(argv[++i]);
+        } else if (strcmp(argv[i], "--help") == 0) {
+            printf("usage: %s [--filter PATTERN]\n", argv[0]);
+            return 0;
+        } else {
+            fprintf(stderr, "%s: unknown argument '%s' (try --help)\n", argv[0], argv[i]);
+            return 2;
+        }
+    }
+    return _cmocka_run_group_tests(group, tests, n, NULL, NULL);
+}
+
+void vgtest_assert_near_impl(double x, double want, double tol, const char *expr,
+                             const char *file, int line)
+{
+    if (!isfinite(x)) {
+        print_error("%s is %g, not a finite number\n", expr, x);
+        _fail(file, line);
+    }
+    if (!(fabs(x - want) <= tol)) {
+        print_error("%s = %.9g, want %.9g within %.3g (off by %.3g)\n", expr, x, want, tol,
+                    fabs(x - want));
+        _fail(file, line);
+    }
+}
+
+int vgtest_have_cuda(void)
+{
+    int count = 0;
+    return vg_cuda_device_count(&count) == VG_OK && count > 0;
+}
+
+char *vgtest_mkdtemp(void)
+{
+    const char *base = getenv("TMPDIR");
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s/vgtest.XXXXXX", base && *base ? base : "/tmp");
+    char *dir = mkdtemp(buf);
+    assert_non_null(dir);
+    return strdup(dir);
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb; (void)flag; (void)ftw;
+    return remove(path);
+}
+
+void vgtest_rmtree(const char *path)
+{
+    if (path)
+        nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}

@@ -1,0 +1,40 @@
+/*
+ * voltgate — the command-line program.  Each subcommand lives in its own
+ * tools/cmd_*.c; this file only dispatches.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "tools.h"
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} commands[] = {
+    {"golden", cmd_golden, "generate, verify and import golden HDF5 cases"},
+    {"bench", cmd_bench, "benchmark kernels, peers and dispatch overhead"},
+    {"replay", cmd_replay, "replay a serving schedule through the tuning runtime"},
+    {"plans", cmd_plans, "list the kernel plans of each backend"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: voltgate <command> [options]   (voltgate <command> --help)\n\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "voltgate: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

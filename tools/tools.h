@@ -1,0 +1,16 @@
+/* Subcommands of the voltgate program; each returns the process exit code
+ * (0 success, 1 a check failed, 2 bad input or usage, 77 skipped). */
+#ifndef VOLTGATE_TOOLS_H
+#define VOLTGATE_TOOLS_H
+
+#define VG_EXIT_OK 0
+#define VG_EXIT_FAIL 1
+#define VG_EXIT_USAGE 2
+#define VG_EXIT_SKIP 77
+
+int cmd_golden(int argc, char **argv);  /* tools/cmd_golden.c */
+int cmd_bench(int argc, char **argv);   /* tools/cmd_bench.c */
+int cmd_replay(int argc, char **argv);  /* tools/cmd_replay.c */
+int cmd_plans(int argc, char **argv);   /* tools/cmd_plans.c */
+
+#endif
