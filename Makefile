@@ -49,18 +49,19 @@ ifneq ($(DEPS_PREFIX),)
   EXTRA_LDFLAGS := -L$(DEPS_ABS)/usr/lib/$(TRIPLET) -Wl,-rpath,$(DEPS_ABS)/usr/lib/$(TRIPLET)
 endif
 
-CPPFLAGS += -Iinclude -Ikernels -Iruntime -Igolden -Itools -Isuites/common $(HDF5_CFLAGS) $(EXTRA_CFLAGS) \
+VG_CPPFLAGS := -Iinclude -Ikernels -Iruntime -Igolden -Itools -Isuites/common $(HDF5_CFLAGS) $(EXTRA_CFLAGS) \
             -DVG_WITH_CUDA=$(VG_WITH_CUDA) -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+# CFLAGS/LDFLAGS stay the user's (make CFLAGS=-O0 keeps the warnings below).
 CFLAGS ?= -O2 -g
-CFLAGS += -std=c11 -Wall -Wextra -Werror -fPIC -pthread
-LDFLAGS += $(EXTRA_LDFLAGS) -pthread
+VG_CFLAGS = -std=c11 -Wall -Wextra -Werror -fPIC -pthread $(CFLAGS)
+VG_LDFLAGS = $(EXTRA_LDFLAGS) -pthread $(LDFLAGS)
 LDLIBS := $(HDF5_LIBS) -lcjson -lm
 
 ifeq ($(VG_WITH_CUDA),1)
   NVCC_GENCODE := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
                   -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
   NVCCFLAGS ?= -O3 -lineinfo
-  NVCCFLAGS += -std=c++17 $(NVCC_GENCODE) -Xcompiler=-fPIC,-Wall,-Wextra -Werror=all-warnings \
+  VG_NVCCFLAGS = $(NVCCFLAGS) -std=c++17 $(NVCC_GENCODE) -Xcompiler=-fPIC,-Wall,-Wextra -Werror=all-warnings \
                -Iinclude -Ikernels -Ikernels/cuda -DVG_WITH_CUDA=1
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
 endif
@@ -84,7 +85,7 @@ LIB_A := $(BUILD)/lib/libvoltgate.a
 LIB_SO := $(BUILD)/lib/libvoltgate.so
 TOOL := $(BUILD)/bin/voltgate
 
-.PHONY: all check regress deps clean suites print-config
+.PHONY: all check regress deps clean suites print-config sanitize coverage fuzz
 .DEFAULT_GOAL := all
 
 all: $(LIB_A) $(LIB_SO) $(TOOL)
@@ -95,11 +96,11 @@ print-config:
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(VG_CPPFLAGS) $(CPPFLAGS) $(VG_CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) $(EXTRA_CFLAGS) -MMD -MP -c $< -o $@
+	$(NVCC) $(VG_NVCCFLAGS) $(EXTRA_CFLAGS) -MMD -MP -c $< -o $@
 
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -107,15 +108,15 @@ $(LIB_A): $(LIB_OBJS)
 
 $(LIB_SO): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) -shared $(VG_LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(TOOL): $(TOOL_OBJS) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJS) $(LIB_A) $(LDLIBS)
+	$(CC) $(VG_LDFLAGS) -o $@ $(TOOL_OBJS) $(LIB_A) $(LDLIBS)
 
 $(BUILD)/suites/%: $(BUILD)/obj/suites/%.o $(SUITE_COMMON_OBJS) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(SUITE_COMMON_OBJS) $(LIB_A) $(LDLIBS) -lcmocka
+	$(CC) $(VG_LDFLAGS) -o $@ $< $(SUITE_COMMON_OBJS) $(LIB_A) $(LDLIBS) -lcmocka
 
 suites: $(SUITE_BINS) $(TOOL)
 
@@ -130,6 +131,34 @@ check: deps
 regress: deps
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh ci/regress
+
+# ---- Reliability ------------------------------------------------------------
+# Every CPU suite under ASan+UBSan, then the threaded suites under TSan, each
+# in its own CPU-only build folder.
+SANITIZE_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+TSAN_FLAGS := -O1 -g -fsanitize=thread
+TSAN_SUITES ?= test_freeze test_concurrency test_policy
+sanitize: deps
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan CUDA=0 CFLAGS="$(SANITIZE_FLAGS)" LDFLAGS="-fsanitize=address,undefined" suites
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  $(PYTHON) suites/run.py --build $(BUILD)/asan
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan CUDA=0 CFLAGS="$(TSAN_FLAGS)" LDFLAGS="-fsanitize=thread" suites
+	TSAN_OPTIONS=halt_on_error=1 $(PYTHON) suites/run.py --build $(BUILD)/tsan $(foreach s,$(TSAN_SUITES),--only $(s))
+
+# gcov build of the CPU library and suites; gcovr HTML and Cobertura XML under
+# $(BUILD)/reports/coverage/, failing under COVERAGE_MIN percent of lines of
+# runtime/ and kernels/ host code.
+COVERAGE_MIN ?= 85
+coverage: deps
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/cov CUDA=0 CFLAGS="-O0 -g --coverage" LDFLAGS="--coverage" suites
+	-$(PYTHON) suites/run.py --build $(BUILD)/cov
+	@mkdir -p $(BUILD)/reports/coverage
+	gcovr --root . --object-directory $(BUILD)/cov/obj --filter 'runtime/' --filter 'kernels/' \
+	  --exclude 'kernels/cuda/' --exclude 'kernels/cuda_absent.c' \
+	  --html-details $(BUILD)/reports/coverage/index.html \
+	  --cobertura $(BUILD)/reports/coverage/coverage.xml \
+	  --print-summary --fail-under-line $(COVERAGE_MIN) \
+	  || { echo "coverage: under $(COVERAGE_MIN)% of lines in runtime/ and kernels/ (or gcovr failed)"; exit 1; }
 
 clean:
 	rm -rf $(BUILD)
