@@ -1,0 +1,100 @@
+/*
+ * vg_gemm_check_args(): the one validation every launcher runs before it
+ * touches Y.  Each check has its own message naming what is wrong.
+ */
+#include "kernels.h"
+
+#include <math.h>
+#include <stdint.h>
+
+#include "voltgate/reference.h"
+
+static int misaligned(const void *p, size_t align)
+{
+    return ((uintptr_t)p % align) != 0;
+}
+
+vg_status vg_gemm_check_args(const vg_gemm_args *a)
+{
+    if (!a)
+        return vg_fail(VG_ERR_INVALID_ARG, "gemm: arguments are NULL");
+    if ((unsigned)a->path >= VG_PATH_COUNT)
+        return vg_fail(VG_ERR_INVALID_ARG, "gemm: invalid path %d", (int)a->path);
+    const vg_weight *w = &a->w;
+    if ((unsigned)w->family >= VG_FAMILY_COUNT)
+        return vg_fail(VG_ERR_INVALID_ARG, "gemm: invalid family %d", (int)w->family);
+    const char *fam = vg_family_name(w->family);
+    if (a->m < 0)
+        return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: M=%d is negative", fam, (int)a->m);
+    if (w->n <= 0 || w->k <= 0)
+        return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: N=%d and K=%d must be positive", fam,
+                       (int)w->n, (int)w->k);
+    if (w->groups < 1)
+        return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: groups=%d must be at least 1", fam,
+                       (int)w->groups);
+    if (a->path == VG_PATH_DENSE && w->groups != 1)
+        return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: the dense path takes 1 group, not %d", fam,
+                       (int)w->groups);
+    vg_weight_layout lay;
+    vg_status st = vg_weight_layout_of(w->family, w->n, w->k, &lay);
+    if (st != VG_OK)
+        return st;
+    if (!w->q)
+        return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: weight codes (w.q) are NULL", fam);
+    if (lay.scale_bytes && !w->scale)
+        return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: weight scales (w.scale) are NULL", fam);
+    if (lay.zero_bytes && !w->zero)
+        return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: weight zero points (w.zero) are NULL", fam);
+    /* Element alignment of each buffer (the CUDA kernels load wider). */
+    size_t q_align = w->family == VG_FAMILY_FP16 ? 2 : w->family == VG_FAMILY_AWQ ? 4 : 1;
+    size_t s_align = w->family == VG_FAMILY_FP8 ? 4 : w->family == VG_FAMILY_AWQ ? 2 : 1;
+    if (misaligned(w->q, q_align))
+        return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: w.q is not %zu-byte aligned", fam, q_align);
+    if (w->scale && misaligned(w->scale, s_align))
+        return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: w.scale is not %zu-byte aligned", fam,
+                       s_align);
+    if (w->zero && misaligned(w->zero, 2))
+        return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: w.zero is not 2-byte aligned", fam);
+    if (w->family == VG_FAMILY_NVFP4 && !(isfinite(w->tensor_scale) && w->tensor_scale > 0.0f))
+        return vg_fail(VG_ERR_INVALID_ARG, "gemm nvfp4: tensor_scale %g must be finite and > 0",
+                       (double)w->tensor_scale);
+    if (a->y_dtype != VG_DTYPE_F32 && a->y_dtype != VG_DTYPE_F16)
+        return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: invalid output dtype %d", fam,
+                       (int)a->y_dtype);
+    if (a->m > 0) {
+        if (!a->x)
+            return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: X is NULL", fam);
+        if (!a->y)
+            return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: Y is NULL", fam);
+        if (misaligned(a->x, 2))
+            return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: X is not 2-byte aligned", fam);
+        if (misaligned(a->y, a->y_dtype == VG_DTYPE_F32 ? 4 : 2))
+            return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: Y is not aligned to its dtype", fam);
+    }
+    if (a->path != VG_PATH_DENSE) {
+        const char *path = vg_path_name(a->path);
+        if (!a->offsets)
+            return vg_fail(VG_ERR_INVALID_ARG, "gemm %s %s: offsets (backend copy) are NULL",
+                           path, fam);
+        if (!a->offsets_host)
+            return vg_fail(VG_ERR_INVALID_ARG, "gemm %s %s: offsets_host are NULL", path, fam);
+        const int32_t *o = a->offsets_host;
+        if (o[0] != 0)
+            return vg_fail(VG_ERR_INVALID_ARG, "gemm %s %s: offsets[0] is %d, must be 0", path,
+                           fam, (int)o[0]);
+        for (int32_t g = 0; g < w->groups; g++) {
+            if (o[g + 1] < o[g])
+                return vg_fail(VG_ERR_INVALID_ARG,
+                               "gemm %s %s: offsets decrease at group %d (%d then %d)", path, fam,
+                               (int)g, (int)o[g], (int)o[g + 1]);
+            if (o[g + 1] > a->m)
+                return vg_fail(VG_ERR_INVALID_ARG,
+                               "gemm %s %s: offsets[%d] = %d is beyond M = %d", path, fam,
+                               (int)(g + 1), (int)o[g + 1], (int)a->m);
+        }
+        if (o[w->groups] != a->m)
+            return vg_fail(VG_ERR_INVALID_ARG, "gemm %s %s: offsets[%d] = %d, must equal M = %d",
+                           path, fam, (int)w->groups, (int)o[w->groups], (int)a->m);
+    }
+    return VG_OK;
+}
