@@ -7,7 +7,6 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "voltgate/reference.h"
 
 static int misaligned(const void *p, size_t align)
 {
