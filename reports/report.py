@@ -1,0 +1,759 @@
+#!/usr/bin/python3
+"""The voltgate results report and the noise-aware regression rule.
+
+    report.py --history DIR --out DIR [--baseline COMMIT | --baseline-record FILE]
+              [--min-effect 0.03] [--alpha 0.05]
+
+Reads every record in --history (reports/SCHEMA.md; a bad file is skipped
+with a message), merges the records of one run (the shards of one commit
+from many runners) and writes --out/index.html with PNG plots next to it.
+
+Regression rule: the latest run is compared with a baseline run -- by
+default the run before it, else the latest run of --baseline COMMIT (a
+prefix is enough) or the run holding --baseline-record FILE.  A benchmark
+row (kernel and dispatch rows; copy and peer rows are the machine, shown
+but never flagged) regresses when BOTH
+
+  * a two-sided Mann-Whitney U test of its samples against the baseline's
+    gives p < --alpha (exact distribution when there are no ties and at most
+    40 samples in all, else the normal approximation with tie and continuity
+    corrections; the page says which), and
+  * its median is slower by at least --min-effect (default 3 %).
+
+With fewer than 9 samples on either side the test means little: such a row
+is reported "too few samples" and never flagged.  A golden row (case,
+backend, plan) regresses when it went PASS -> FAIL or is a new case that
+fails; a row that still fails is listed and fails the run too.
+
+stdout gets the flagged rows as a short markdown table.  Exit status: 0 no
+regression, 1 something regressed or a golden case fails, 2 bad usage or no
+usable record.
+"""
+import argparse
+import html
+import os
+import re
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import record as vgrecord  # noqa: E402
+import stats  # noqa: E402
+
+FLAGGED_KINDS = ("kernel", "dispatch")
+
+
+# ---- runs: merging the records of one commit from many runners ------------------------
+
+class Run:
+    """The records of one run: one commit (and dirty state, or one run_id),
+    at most one record per (runner, shard)."""
+
+    def __init__(self, key):
+        self.key = key
+        self.records = []
+        self.bench = {}         # (backend, name) -> row
+        self.golden = {}        # (backend, case, plan) -> row
+        self.duplicates = []    # rows that two records both had
+
+    @property
+    def commit(self):
+        return self.records[0]["commit"]
+
+    @property
+    def short(self):
+        return self.records[0]["short_commit"][:10]
+
+    @property
+    def dirty(self):
+        return any(r["dirty"] for r in self.records)
+
+    @property
+    def label(self):
+        return self.short[:7] + ("*" if self.dirty else "")
+
+    @property
+    def first_date(self):
+        return min(r["date"] for r in self.records)
+
+    @property
+    def date(self):
+        return max(r["date"] for r in self.records)
+
+    def slots(self):
+        return {(r["runner"], r["shard"]) for r in self.records}
+
+    def add(self, rec):
+        self.records.append(rec)
+        for row in rec["bench"]:
+            key = (row["backend"], row["name"])
+            if key in self.bench:
+                self.duplicates.append(f"bench {row['backend']} {row['name']} in {rec['_file']}")
+                continue
+            self.bench[key] = row
+        for row in rec["golden"]:
+            key = (row["backend"], row["case"], row["plan"])
+            if key in self.golden:
+                self.duplicates.append(f"golden {key} in {rec['_file']}")
+                continue
+            self.golden[key] = row
+
+    def replays(self):
+        return [(r["runner"], r["replay"]) for r in self.records if r["replay"] is not None]
+
+    def coverage(self):
+        for r in self.records:
+            if r["coverage"] is not None:
+                return r["coverage"]
+        return None
+
+    def missing(self):
+        out = []
+        for r in self.records:
+            for m in r["missing"]:
+                text = m if len(self.records) == 1 else f"{r['runner']}: {m}"
+                if text not in out:
+                    out.append(text)
+        return out
+
+    def copy_bandwidths(self):
+        out = []
+        for r in self.records:
+            for b in r["bench_runs"]:
+                if b["copy_bandwidth_gbs"]:
+                    out.append((r["runner"], b["backend"], b["copy_bandwidth_gbs"]))
+        return out
+
+
+def group_runs(records):
+    """Merges records into runs, oldest first.
+
+    Records with the same run_id (or, without one, the same commit and dirty
+    flag) are one run, unless a (runner, shard) pair repeats: a second
+    record from the same runner and shard starts a new run of that commit
+    (a rerun), so shards of one nightly merge and reruns stay apart."""
+    latest_by_key = {}
+    runs = []
+    for rec in sorted(records, key=lambda r: (r["date"], r["_file"])):
+        key = ("id", rec["run_id"]) if rec["run_id"] else ("commit", rec["commit"], rec["dirty"])
+        run = latest_by_key.get(key)
+        if run is None or (rec["runner"], rec["shard"]) in run.slots():
+            run = Run(key)
+            latest_by_key[key] = run
+            runs.append(run)
+        run.add(rec)
+    runs.sort(key=lambda r: (r.first_date, r.key))
+    return runs
+
+
+def pick_baseline(runs, latest, commit=None, record_file=None):
+    """The baseline run, or None; raises ValueError for a baseline asked for
+    that does not exist."""
+    others = [r for r in runs if r is not latest]
+    if record_file:
+        want = os.path.realpath(record_file)
+        for run in others:
+            if any(os.path.realpath(rec["_file"]) == want for rec in run.records):
+                return run
+        for rec in latest.records:
+            if os.path.realpath(rec["_file"]) == want:
+                raise ValueError(f"--baseline-record {record_file}: that record is part of the latest run")
+        raise ValueError(f"--baseline-record {record_file}: not a valid record in the history")
+    if commit:
+        matches = [r for r in others if r.commit.startswith(commit.lower())]
+        if not matches:
+            raise ValueError(f"--baseline {commit}: no earlier run of that commit in the history")
+        return max(matches, key=lambda r: r.date)
+    before = [r for r in others if r.first_date <= latest.first_date]
+    return before[-1] if before else None
+
+
+# ---- the regression rule ---------------------------------------------------------------
+
+def compare_runs(latest, baseline, min_effect=0.03, alpha=0.05):
+    """Returns (bench_results, golden_results).
+
+    bench_results: one dict per benchmark row of the latest run, with the
+    row, its baseline row (or None) and stats.compare_samples()'s fields; its
+    "verdict" is regressed / improved / same / too few samples / new / info
+    (a copy or peer row: compared, never flagged).  golden_results: one dict
+    per golden row with "transition" PASS->FAIL, new FAIL, still FAIL,
+    FAIL->PASS, PASS, new PASS."""
+    bench = []
+    for key in sorted(latest.bench, key=lambda k: (k[0], _natural(k[1]))):
+        row = latest.bench[key]
+        base = baseline.bench.get(key) if baseline else None
+        res = {"key": key, "row": row, "base": base, "verdict": "new", "effect": None, "p": None,
+               "method": None, "n_base": 0, "n_new": len(row["samples_us"]),
+               "median_new": row["median_us"], "median_base": None}
+        if base is not None:
+            cmp = stats.compare_samples(base["samples_us"], row["samples_us"], min_effect, alpha)
+            res.update(cmp)
+            # The tools' own medians are what the page shows.
+            res["median_new"], res["median_base"] = row["median_us"], base["median_us"]
+            res["effect"] = (row["median_us"] / base["median_us"] - 1.0) if base["median_us"] else None
+            if res["verdict"] in ("regressed", "improved"):
+                # Both tests must agree on the direction (the sample medians
+                # and the tools' medians can differ slightly).
+                if res["effect"] is None or (res["verdict"] == "regressed") != (res["effect"] >= min_effect):
+                    res["verdict"] = "same"
+            if row["kind"] not in FLAGGED_KINDS and res["verdict"] in ("regressed", "improved"):
+                res["verdict"] = "info: " + ("slower" if res["verdict"] == "regressed" else "faster")
+        bench.append(res)
+    golden = []
+    for key in sorted(latest.golden, key=lambda k: (k[0], _natural(k[1]), _natural(k[2]))):
+        row = latest.golden[key]
+        base = baseline.golden.get(key) if baseline else None
+        now_ok = row["verdict"] == "PASS"
+        if base is None:
+            transition = "new PASS" if now_ok else "new FAIL"
+        elif base["verdict"] == "PASS":
+            transition = "PASS" if now_ok else "PASS->FAIL"
+        else:
+            transition = "FAIL->PASS" if now_ok else "still FAIL"
+        golden.append({"key": key, "row": row, "base": base, "transition": transition})
+    return bench, golden
+
+
+def flagged(bench_results, golden_results):
+    perf = [r for r in bench_results if r["verdict"] == "regressed"]
+    gold = [g for g in golden_results if g["transition"] in ("PASS->FAIL", "new FAIL", "still FAIL")]
+    return perf, gold
+
+
+def markdown_table(perf, gold, limit=20):
+    """The flagged rows as markdown, at most limit rows per table."""
+    lines = []
+    if perf:
+        lines.append("| benchmark | backend | baseline us | latest us | change | p (MWU) | n |")
+        lines.append("|---|---|---:|---:|---:|---:|---|")
+        for r in perf[:limit]:
+            lines.append(f"| {r['row']['name']} | {r['row']['backend']} | {r['median_base']:.4g} | "
+                         f"{r['median_new']:.4g} | {r['effect'] * 100:+.1f}% | {r['p']:.2g} "
+                         f"({r['method']}) | {r['n_base']}/{r['n_new']} |")
+        if len(perf) > limit:
+            lines.append(f"| ... and {len(perf) - limit} more benchmark rows (see the report) | | | | | | |")
+    if gold:
+        if lines:
+            lines.append("")
+        lines.append("| golden case | backend | plan | change | rel RMS | tolerance |")
+        lines.append("|---|---|---|---|---:|---:|")
+        for g in gold[:limit]:
+            row = g["row"]
+            lines.append(f"| {row['case']} | {row['backend']} | {row['plan']} | {g['transition']} | "
+                         f"{_num(row['rel_rms'])} | {row['tol_rel_rms']:.3g} |")
+        if len(gold) > limit:
+            lines.append(f"| ... and {len(gold) - limit} more golden rows (see the report) | | | | | |")
+    return "\n".join(lines)
+
+
+def _num(v, fmt="{:.3g}"):
+    return "n/a" if v is None else fmt.format(v)
+
+
+# ---- plots ----------------------------------------------------------------------------------
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plt.rcParams.update({"font.size": 11, "axes.titlesize": 13, "axes.labelsize": 11,
+                         "legend.fontsize": 9, "figure.dpi": 100, "axes.grid": True,
+                         "grid.alpha": 0.3})
+    return plt
+
+
+def _save(fig, out_dir, name, written):
+    path = os.path.join(out_dir, name)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    written.append(name)
+    return name
+
+
+def _short_name(name, family, path):
+    """The part of a row name that tells the lines of one plot apart."""
+    parts = [p for p in name.split("/") if p not in (family, path)]
+    return "/".join(parts) or name
+
+
+def plot_history(runs, out_dir, written, max_lines=8):
+    """One PNG per (backend, family, path): each row's median over runs with a
+    min-max band.  Returns [(title, png)]."""
+    plt = _plt()
+    groups = {}
+    for run in runs:
+        for (backend, name), row in run.bench.items():
+            groups.setdefault((backend, row["kind"], row["family"], row["path"]), set()).add(name)
+    out = []
+    labels = [r.label for r in runs]
+    xs = list(range(len(runs)))
+    for (backend, kind, family, path), names in sorted(groups.items()):
+        names = sorted(names, key=_natural)
+        for part in range(0, len(names), max_lines):
+            chunk = names[part:part + max_lines]
+            fig, ax = plt.subplots(figsize=(6.0, 3.6))
+            lo_all, hi_all = [], []
+            for i, name in enumerate(chunk):
+                pts = [(x, run.bench.get((backend, name))) for x, run in zip(xs, runs)]
+                pts = [(x, r) for x, r in pts if r is not None]
+                if not pts:
+                    continue
+                px = [x for x, _ in pts]
+                med = [r["median_us"] for _, r in pts]
+                lo = [r["min_us"] for _, r in pts]
+                hi = [r["max_us"] for _, r in pts]
+                color = f"C{i % 10}"
+                ax.fill_between(px, lo, hi, color=color, alpha=0.18, linewidth=0)
+                ax.plot(px, med, marker="o", markersize=4, color=color,
+                        label=_short_name(name, family, path))
+                lo_all += lo
+                hi_all += hi
+            if lo_all and min(lo_all) > 0 and max(hi_all) / min(lo_all) > 20:
+                ax.set_yscale("log")
+            ax.set_xticks(xs)
+            ax.set_xticklabels(labels, rotation=30 if len(xs) > 6 else 0, ha="right" if len(xs) > 6 else "center")
+            ax.set_ylabel("median us (band: min-max)")
+            ax.set_xlabel("commit (* = dirty tree)")
+            what = " ".join(w for w in (family, path) if w not in ("n/a", "", "-"))
+            title = f"{backend} {kind}: {what}" + (f" ({part // max_lines + 1})" if len(names) > max_lines else "")
+            ax.set_title(title)
+            ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=10)
+            png = _save(fig, out_dir, f"history-{_slug(title)}.png", written)
+            out.append((title, png))
+    return out
+
+
+def plot_bandwidth(run, out_dir, written):
+    """Bandwidth fraction per path and family of the latest run, per backend."""
+    plt = _plt()
+    out = []
+    backends = sorted({b for b, _ in run.bench})
+    for backend in backends:
+        rows = [r for (b, _), r in run.bench.items() if b == backend and r["kind"] == "kernel"
+                and r["bandwidth_fraction"] is not None]
+        if not rows:
+            continue
+        families = sorted({r["family"] for r in rows})
+        paths = sorted({r["path"] for r in rows})
+        fig, ax = plt.subplots(figsize=(8.5, 3.9))
+        width = 0.8 / max(len(paths), 1)
+        for j, path in enumerate(paths):
+            best, pts_x, pts_y = [], [], []
+            for i, fam in enumerate(families):
+                vals = [r["bandwidth_fraction"] for r in rows if r["family"] == fam and r["path"] == path]
+                x = i + (j - (len(paths) - 1) / 2) * width
+                best.append(max(vals) if vals else 0.0)
+                pts_x += [x] * len(vals)
+                pts_y += vals
+            xs = [i + (j - (len(paths) - 1) / 2) * width for i in range(len(families))]
+            ax.bar(xs, best, width * 0.9, color=f"C{j}", alpha=0.55, label=f"{path} (bar: best row)")
+            ax.scatter(pts_x, pts_y, s=12, color=f"C{j}", edgecolor="black", linewidth=0.4, zorder=3)
+        ax.axhline(0.8, color="red", linestyle="--", linewidth=1)
+        ax.text(len(families) - 0.5, 0.8, " 80 % target", color="red", va="bottom", ha="right", fontsize=9)
+        ax.set_xticks(range(len(families)))
+        ax.set_xticklabels(families)
+        top = max(r["bandwidth_fraction"] for r in rows)
+        ax.set_ylim(0, max(1.05, top * 1.1))
+        ax.set_ylabel("weight bytes / time / copy bandwidth")
+        title = f"{backend}: bandwidth fraction per family and path (dots: each row)"
+        ax.set_title(title)
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+        out.append((title, _save(fig, out_dir, f"bandwidth-{backend}.png", written)))
+    return out
+
+
+def plot_golden(run, out_dir, written):
+    """Golden relative RMS error per family and path against its tolerance."""
+    plt = _plt()
+    out = []
+    rows = list(run.golden.values())
+    if not rows:
+        return out
+    for metric, tol_key, label in (("rel_rms", "tol_rel_rms", "relative RMS error"),
+                                   ("max_abs", "tol_max_abs", "max absolute error")):
+        cats = sorted({(r["family"], r["path"]) for r in rows})
+        backends = sorted({r["backend"] for r in rows})
+        fig, ax = plt.subplots(figsize=(max(8.0, 0.42 * len(cats) + 2), 4.2))
+        floor = 1e-12
+        for bi, backend in enumerate(backends):
+            for verdict, color, marker in (("PASS", "tab:green", "o"), ("FAIL", "tab:red", "X")):
+                xs, ys = [], []
+                for ci, cat in enumerate(cats):
+                    for r in rows:
+                        if (r["family"], r["path"]) == cat and r["backend"] == backend and \
+                                (r["verdict"] == "PASS") == (verdict == "PASS"):
+                            v = r[metric]
+                            xs.append(ci + (bi - (len(backends) - 1) / 2) * 0.25)
+                            ys.append(max(v, floor) if v is not None else floor)
+                if xs:
+                    ax.scatter(xs, ys, s=26 if verdict == "PASS" else 60, color=color, marker=marker,
+                               alpha=0.75, edgecolor="black", linewidth=0.3,
+                               label=f"{backend} {verdict}" if len(backends) > 1 else verdict)
+        for ci, cat in enumerate(cats):
+            tols = {r[tol_key] for r in rows if (r["family"], r["path"]) == cat}
+            for t in tols:
+                ax.hlines(t, ci - 0.42, ci + 0.42, color="red", linewidth=2)
+        ax.plot([], [], color="red", linewidth=2, label="tolerance")
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(cats)))
+        ax.set_xticklabels([f"{f} {p}" for f, p in cats], rotation=40, ha="right", fontsize=10)
+        for ci in range(1, len(cats)):           # a faint rule between families
+            if cats[ci][0] != cats[ci - 1][0]:
+                ax.axvline(ci - 0.5, color="#999", linewidth=0.8)
+        ax.set_ylabel(label + " (log)")
+        title = f"golden {label} per family and path vs tolerance"
+        ax.set_title(title)
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+        out.append((title, _save(fig, out_dir, f"golden-{metric}.png", written)))
+    return out
+
+
+def plot_replay(runs, latest, out_dir, written):
+    """Shapes measured during serving over runs, and the latest per-request dispatch."""
+    plt = _plt()
+    out = []
+    hist = [(i, run) for i, run in enumerate(runs) if run.replays()]
+    if not hist:
+        return out
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.8))
+    xs = [i for i, _ in hist]
+    warm = [sum(rp["warmup_measured"] for _, rp in run.replays()) for _, run in hist]
+    serve = [sum(rp["serving_measured"] for _, rp in run.replays()) for _, run in hist]
+    a1.plot(xs, warm, marker="o", label="measured in warm-up")
+    a1.plot(xs, serve, marker="s", color="red", label="measured during serving (want 0)")
+    a1.set_xticks(xs)
+    a1.set_xticklabels([run.label for _, run in hist], rotation=30, ha="right")
+    a1.set_ylabel("shapes measured")
+    a1.set_title("replay: shapes measured per run")
+    a1.legend(fontsize=9)
+    reps = latest.replays()
+    if reps:
+        per = reps[0][1]["per_request"]
+        idx = list(range(1, len(per) + 1))
+        colors = ["tab:red" if p["measured"] else ("tab:orange" if p["new_shape"] else "tab:blue") for p in per]
+        a2.bar(idx, [p["dispatch_us"] or 0 for p in per], color=colors)
+        from matplotlib.patches import Patch
+        a2.legend(handles=[Patch(color="tab:blue", label="known shape"),
+                           Patch(color="tab:orange", label="new shape, not measured"),
+                           Patch(color="tab:red", label="measured while serving")], fontsize=8,
+                  loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        if len(per) <= 24:
+            a2.set_xticks(idx)
+            a2.set_xticklabels([str(p["prompt"]) for p in per], rotation=45, ha="right", fontsize=9)
+            a2.set_xlabel("request (prompt tokens)")
+        else:
+            a2.set_xlabel("request")
+        a2.set_ylabel("dispatch us")
+        a2.set_title(f"latest replay per request ({reps[0][0]})")
+    out.append(("replay", _save(fig, out_dir, "replay.png", written)))
+    return out
+
+
+def plot_coverage(runs, out_dir, written):
+    plt = _plt()
+    hist = [(i, run.coverage()) for i, run in enumerate(runs) if run.coverage()]
+    if not hist:
+        return []
+    fig, ax = plt.subplots(figsize=(7.2, 3.4))
+    xs = [i for i, _ in hist]
+    ax.plot(xs, [c["line_percent"] or 0 for _, c in hist], marker="o", label="line %")
+    ax.plot(xs, [c["branch_percent"] or 0 for _, c in hist], marker="s", label="branch %")
+    ax.axhline(85, color="red", linestyle="--", linewidth=1, label="85 % gate (lines)")
+    ax.set_xticks(xs)
+    ax.set_xticklabels([runs[i].label for i in xs], rotation=30, ha="right")
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("percent")
+    ax.set_title("coverage over runs")
+    ax.legend(loc="lower left", fontsize=9)
+    return [("coverage", _save(fig, out_dir, "coverage.png", written))]
+
+
+# ---- the page ----------------------------------------------------------------------------------
+
+def _natural(s):
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
+
+
+def _slug(s):
+    return re.sub(r"[^A-Za-z0-9]+", "-", s).strip("-").lower()
+
+
+def _e(v):
+    return html.escape(str(v))
+
+
+def loop_vs_grouped(run):
+    """Rows of the loop-vs-grouped table: rows whose names differ only in
+    the path segment (".../loop/..." vs ".../grouped/...") pair up."""
+    pairs = {}
+    for (backend, name), row in run.bench.items():
+        if row["kind"] != "kernel" or row["path"] not in ("loop", "grouped"):
+            continue
+        segs = name.split("/")
+        if row["path"] in segs:
+            segs[segs.index(row["path"])] = "*"
+            variant = "/".join(segs)
+        else:
+            variant = f"{row['family']}/n{row['n']}/k{row['k']}/g{row['groups']}/t{row['tokens']}"
+        pairs.setdefault((backend, variant), {})[row["path"]] = row
+    out = []
+    for (backend, variant), d in pairs.items():
+        if "loop" in d and "grouped" in d:
+            lp, gr = d["loop"], d["grouped"]
+            errs = [v for v in (lp["max_rel_rms"], gr["max_rel_rms"]) if v is not None]
+            out.append({"backend": backend, "variant": variant, "family": gr["family"], "tokens": gr["tokens"],
+                        "loop_us": lp["median_us"], "grouped_us": gr["median_us"],
+                        "ratio": lp["median_us"] / gr["median_us"] if gr["median_us"] else None,
+                        "bw": gr["bandwidth_fraction"], "rel_rms": max(errs) if errs else None})
+    out.sort(key=lambda r: (r["backend"], r["family"], _natural(r["variant"].replace(f"/t{r['tokens']}/", "/")),
+                            r["tokens"]))
+    return out
+
+
+CSS = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 24px auto;
+       max-width: 1220px; color: #1b1b1b; line-height: 1.4; font-size: 15px; padding: 0 12px; }
+h1 { font-size: 26px; margin-bottom: 4px; } h2 { font-size: 20px; margin-top: 34px;
+     border-bottom: 2px solid #ddd; padding-bottom: 4px; }
+table { border-collapse: collapse; margin: 8px 0 16px 0; font-size: 14px; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; } td { white-space: nowrap; } th { background: #f0f0f0; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.bad { background: #fbdada; } .good { background: #dcf3dc; } .warn { background: #fff3cd; }
+.muted { color: #666; } .verdict { font-size: 20px; font-weight: bold; padding: 8px 12px;
+     display: inline-block; border-radius: 4px; }
+.grid { display: flex; flex-wrap: wrap; gap: 10px; } .grid img { max-width: 600px; width: 100%; }
+img.wide { max-width: 100%; } code { background: #f4f4f4; padding: 0 3px; }
+details summary { cursor: pointer; font-weight: bold; margin: 6px 0; }
+"""
+
+
+def _table(headers, rows, classes=None):
+    out = ["<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in headers) + "</tr>"]
+    for i, row in enumerate(rows):
+        cls = f' class="{classes[i]}"' if classes and classes[i] else ""
+        cells = []
+        for c in row:
+            num = isinstance(c, (int, float)) or (isinstance(c, str) and re.match(r"^[-+]?[\d.]+(e[-+]?\d+)?%?$", c))
+            cells.append(f'<td class="num">{_e(c)}</td>' if num else f"<td>{_e(c)}</td>")
+        out.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _fmt(v, spec="{:.4g}"):
+    return "n/a" if v is None else spec.format(v)
+
+
+def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots, problems, args):
+    p = []
+    p.append("<!DOCTYPE html><html><head><meta charset='utf-8'><title>voltgate results "
+             f"{_e(latest.label)}</title><style>{CSS}</style></head><body>")
+    p.append(f"<h1>voltgate results: {_e(latest.short)}{' (dirty tree)' if latest.dirty else ''}</h1>")
+    p.append(f"<p class='muted'>latest run {_e(latest.date)}, {len(latest.records)} record(s); "
+             f"baseline: {_e(baseline.short + ('*' if baseline.dirty else '') + ' of ' + baseline.date) if baseline else 'none (first run)'}; "
+             f"{len(runs)} run(s) in the history.</p>")
+    if perf or gold:
+        p.append(f"<div class='verdict bad'>REGRESSED: {len(perf)} benchmark row(s), "
+                 f"{len(gold)} golden row(s)</div>")
+    elif baseline is None:
+        p.append("<div class='verdict warn'>no baseline: nothing compared</div>")
+    else:
+        p.append("<div class='verdict good'>no regression</div>")
+    missing = latest.missing()
+    if missing:
+        p.append("<h2>Not measured in this run</h2><ul>" + "".join(f"<li>{_e(m)}</li>" for m in missing) + "</ul>")
+    if problems:
+        p.append("<h2>Skipped files</h2><ul>" + "".join(f"<li><code>{_e(m)}</code></li>" for m in problems) + "</ul>")
+
+    # Runners of the latest run.
+    p.append("<h2>Runners of the latest run</h2>")
+    rows = []
+    for r in latest.records:
+        cbw = ", ".join(f"{b['backend']} {b['copy_bandwidth_gbs']:.0f} GB/s" for b in r["bench_runs"]
+                        if b["copy_bandwidth_gbs"])
+        rows.append([r["runner"], r["shard"] or "-", r["host"], r["gpu"] or "none", r["driver"] or "-",
+                     r["cuda_version"] or "-", r["arch_list"] or "-", cbw or "-", r["policy_hash"] or "-",
+                     r["date"], os.path.basename(r["_file"])])
+    p.append(_table(["runner", "shard", "host", "GPU", "driver", "CUDA", "archs", "copy bandwidth",
+                     "policy hash", "date", "record"], rows))
+    if latest.duplicates:
+        p.append("<p class='warn'>Rows present in two records of this run (the first kept): "
+                 + _e("; ".join(latest.duplicates[:10])) + "</p>")
+
+    # Regressions.
+    p.append("<h2>Regressions</h2>")
+    methods = sorted({r["method"] for r in bench_res if r["method"]})
+    p.append(f"<p>Rule: two-sided Mann-Whitney U p &lt; {args.alpha} "
+             f"({_e(' and '.join(methods) or 'no test run')}: exact when untied and at most "
+             f"{stats.EXACT_MAX_N} samples in all, else normal approximation with tie correction) AND a median at "
+             f"least {args.min_effect * 100:.0f} % slower; fewer than {stats.MIN_SAMPLES} samples on a side: "
+             f"never flagged. Copy and peer rows are compared but not flagged.</p>")
+    if perf:
+        p.append(_table(["backend", "benchmark", "baseline median us", "latest median us", "change",
+                         "p (Mann-Whitney U)", "n base/new"],
+                        [[r["row"]["backend"], r["row"]["name"], _fmt(r["median_base"]), _fmt(r["median_new"]),
+                          _fmt(r["effect"] * 100, "{:+.1f}%"), f"{r['p']:.2g} ({r['method']})",
+                          f"{r['n_base']}/{r['n_new']}"] for r in perf], ["bad"] * len(perf)))
+    if gold:
+        p.append(_table(["backend", "golden case", "family", "path", "plan", "change", "rel RMS", "tolerance"],
+                        [[g["row"]["backend"], g["row"]["case"], g["row"]["family"], g["row"]["path"],
+                          g["row"]["plan"], g["transition"], _fmt(g["row"]["rel_rms"], "{:.3g}"),
+                          _fmt(g["row"]["tol_rel_rms"], "{:.3g}")] for g in gold], ["bad"] * len(gold)))
+    if not perf and not gold:
+        p.append("<p>Nothing flagged.</p>")
+
+    # Loop vs grouped.
+    lvg = loop_vs_grouped(latest)
+    p.append("<h2>Loop vs grouped (latest run)</h2>")
+    if lvg:
+        p.append(_table(["backend", "benchmark", "tokens", "loop us", "grouped us", "ratio (loop/grouped)",
+                         "bandwidth fraction (grouped)", "max rel RMS"],
+                        [[r["backend"], r["variant"], r["tokens"], _fmt(r["loop_us"]), _fmt(r["grouped_us"]),
+                          _fmt(r["ratio"], "{:.2f}"), _fmt(r["bw"], "{:.3f}"), _fmt(r["rel_rms"], "{:.2e}")]
+                         for r in lvg]))
+    else:
+        p.append("<p class='muted'>No loop and grouped rows of the same benchmark in this run.</p>")
+
+    # All benchmark rows against the baseline.
+    p.append("<h2>Benchmarks against the baseline</h2>")
+    if bench_res:
+        rows, cls = [], []
+        for r in bench_res:
+            row = r["row"]
+            rows.append([row["backend"], row["name"], row["kind"], row["plan"] or "-", row["decision"],
+                         _fmt(r["median_base"]), _fmt(row["median_us"]), _fmt(row["min_us"]), _fmt(row["max_us"]),
+                         _fmt(r["effect"] * 100 if r["effect"] is not None else None, "{:+.1f}%"),
+                         _fmt(r["p"], "{:.2g}"), f"{r['n_base']}/{r['n_new']}",
+                         _fmt(row["bandwidth_fraction"], "{:.3f}"), r["verdict"]])
+            cls.append({"regressed": "bad", "improved": "good", "too few samples": "warn"}.get(r["verdict"], ""))
+        p.append(_table(["backend", "benchmark", "kind", "plan", "decision", "baseline median us", "median us",
+                         "min us", "max us", "change", "p", "n base/new", "bw fraction", "verdict"], rows, cls))
+    else:
+        p.append("<p class='muted'>No benchmark rows in the latest run.</p>")
+
+    def images(titles, wide=False):
+        if not titles:
+            return "<p class='muted'>Nothing to plot.</p>"
+        imgs = "".join(f"<img src='{_e(png)}' alt='{_e(t)}' class='{'wide' if wide else ''}'>" for t, png in titles)
+        return imgs if wide else f"<div class='grid'>{imgs}</div>"
+
+    p.append("<h2>Bandwidth fraction per path and family</h2>" + images(plots["bandwidth"], wide=True))
+    p.append("<h2>Golden error against tolerance</h2>" + images(plots["golden"], wide=True))
+    if golden_res:
+        bad = [g for g in golden_res if g["row"]["verdict"] != "PASS" or g["transition"] == "FAIL->PASS"]
+        n_pass = sum(1 for g in golden_res if g["row"]["verdict"] == "PASS")
+        p.append(f"<p>{n_pass} of {len(golden_res)} golden rows pass.</p>")
+        if bad:
+            p.append(_table(["backend", "case", "family", "path", "plan", "rel RMS", "tol", "max abs", "tol",
+                             "change"],
+                            [[g["row"]["backend"], g["row"]["case"], g["row"]["family"], g["row"]["path"],
+                              g["row"]["plan"], _fmt(g["row"]["rel_rms"], "{:.3g}"),
+                              _fmt(g["row"]["tol_rel_rms"], "{:.3g}"), _fmt(g["row"]["max_abs"], "{:.3g}"),
+                              _fmt(g["row"]["tol_max_abs"], "{:.3g}"), g["transition"]] for g in bad],
+                            ["good" if g["transition"] == "FAIL->PASS" else "bad" for g in bad]))
+    else:
+        p.append("<p class='muted'>No golden rows in the latest run.</p>")
+
+    p.append("<h2>Replay: shapes measured during serving</h2>")
+    reps = latest.replays()
+    if reps:
+        rows = [[runner, rp["requests"], rp["requests_with_new_shape"], rp["warmup_measured"],
+                 rp["serving_measured"]] for runner, rp in reps]
+        p.append(_table(["runner", "requests", "with a new shape", "measured in warm-up",
+                         "measured during serving"], rows,
+                        ["bad" if rp["serving_measured"] else "good" for _, rp in reps]))
+    p.append(images(plots["replay"], wide=True))
+
+    cov = latest.coverage()
+    if cov or plots["coverage"]:
+        p.append("<h2>Coverage</h2>")
+        if cov:
+            p.append(f"<p>lines {_fmt(cov['line_percent'], '{:.1f}')} % ({cov['lines_covered']}/"
+                     f"{cov['lines_valid']}), branches {_fmt(cov['branch_percent'], '{:.1f}')} % "
+                     f"({cov['branches_covered']}/{cov['branches_valid']})</p>")
+            if cov["files"]:
+                files = sorted(cov["files"], key=lambda f: (f.get("line_percent") or 0))
+                p.append("<details><summary>per file (lowest first)</summary>" +
+                         _table(["file", "line %", "branch %"],
+                                [[f.get("file", "?"), _fmt(f.get("line_percent"), "{:.1f}"),
+                                  _fmt(f.get("branch_percent"), "{:.1f}")] for f in files]) + "</details>")
+        p.append(images(plots["coverage"]))
+
+    p.append("<h2>Each benchmark over commits</h2>")
+    p.append("<p class='muted'>Line: median; band: min to max of the samples of each run.</p>")
+    p.append(images(plots["history"]))
+    p.append("<h2>Runs in the history</h2>")
+    p.append(_table(["run", "commit", "date", "records", "bench rows", "golden rows"],
+                    [[i + 1, r.label, r.date, len(r.records), len(r.bench), len(r.golden)]
+                     for i, r in enumerate(runs)]))
+    p.append("</body></html>")
+    return "\n".join(p)
+
+
+def write_report(runs, latest, baseline, args, problems):
+    os.makedirs(args.out, exist_ok=True)
+    for name in os.listdir(args.out):            # plots of an earlier report
+        if name.endswith(".png") and re.match(r"^(history|bandwidth|golden|replay|coverage)", name):
+            os.unlink(os.path.join(args.out, name))
+    bench_res, golden_res = compare_runs(latest, baseline, args.min_effect, args.alpha)
+    perf, gold = flagged(bench_res, golden_res)
+    written = []
+    plots = {"history": plot_history(runs, args.out, written),
+             "bandwidth": plot_bandwidth(latest, args.out, written),
+             "golden": plot_golden(latest, args.out, written),
+             "replay": plot_replay(runs, latest, args.out, written),
+             "coverage": plot_coverage(runs, args.out, written)}
+    page = render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots, problems, args)
+    fd, tmp = tempfile.mkstemp(prefix=".index-", suffix=".html", dir=args.out)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(page)
+    os.chmod(tmp, 0o644)
+    index = os.path.join(args.out, "index.html")
+    os.replace(tmp, index)
+    return index, bench_res, golden_res, perf, gold, written
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="voltgate results report and regression verdict")
+    ap.add_argument("--history", required=True, metavar="DIR", help="folder of results records")
+    ap.add_argument("--out", required=True, metavar="DIR", help="folder for index.html and its plots")
+    ap.add_argument("--baseline", metavar="COMMIT", help="compare with the latest run of this commit")
+    ap.add_argument("--baseline-record", metavar="FILE", help="compare with the run holding this record")
+    ap.add_argument("--min-effect", type=float, default=0.03, help="minimum slowdown of the median (0.03 = 3%%)")
+    ap.add_argument("--alpha", type=float, default=0.05, help="significance level of the U test")
+    args = ap.parse_args(argv)
+    if not 0 < args.alpha < 1 or args.min_effect < 0:
+        print("report.py: --alpha must be in (0, 1) and --min-effect >= 0", file=sys.stderr)
+        return 2
+    if args.baseline and args.baseline_record:
+        print("report.py: give --baseline or --baseline-record, not both", file=sys.stderr)
+        return 2
+    records, problems = vgrecord.load_records(args.history, warn=lambda m: sys.stderr.write("report.py: " + m))
+    if not records:
+        print(f"report.py: no valid record in {args.history}", file=sys.stderr)
+        return 2
+    runs = group_runs(records)
+    latest = max(runs, key=lambda r: (r.date, r.first_date))
+    try:
+        baseline = pick_baseline(runs, latest, args.baseline, args.baseline_record)
+    except ValueError as exc:
+        print(f"report.py: {exc}", file=sys.stderr)
+        return 2
+    index, bench_res, golden_res, perf, gold, _ = write_report(runs, latest, baseline, args, problems)
+    print(f"report.py: wrote {index}", file=sys.stderr)
+    compared = sum(1 for r in bench_res if r["p"] is not None)
+    few = sum(1 for r in bench_res if r["verdict"] == "too few samples")
+    base_text = f"{baseline.label} ({baseline.date})" if baseline else "none (first run)"
+    print(f"latest {latest.label} ({latest.date}) vs baseline {base_text}: "
+          f"{compared} benchmark rows tested, {few} with too few samples, {len(golden_res)} golden rows")
+    if perf or gold:
+        print(markdown_table(perf, gold))
+        return 1
+    print("no regression")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,228 @@
+"""report.py: merging the shards of one commit, picking the baseline, the
+verdict and exit status, and writing the page and its plots (Agg backend)."""
+import datetime
+import io
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stderr, redirect_stdout
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
+import gen_records  # noqa: E402
+import record  # noqa: E402
+import report  # noqa: E402
+
+T0 = datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc)
+
+
+def run_report(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = report.main(argv)
+    return rc, out.getvalue(), err.getvalue()
+
+
+class ReportCase(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="vg-report-")
+        self.hist = os.path.join(self.dir, "history")
+        self.out = os.path.join(self.dir, "out")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def records(self):
+        recs, problems = record.load_records(self.hist)
+        self.assertEqual(problems, [])
+        return recs
+
+    def put_record(self, commit, when, rows, runner="local", shard=None, golden=None, run_id=None):
+        """A record with bench rows {name: samples} and golden rows {case: verdict}."""
+        bench_rows = []
+        for name, samples in rows.items():
+            bench_rows.append({"name": name, "kind": "kernel", "path": "grouped", "family": "fp8", "m": 48,
+                               "n": 1024, "k": 4096, "groups": 8, "tokens": 6, "plan": "p", "decision": "reuse",
+                               "samples_us": samples, "median_us": report.stats.median(samples),
+                               "min_us": min(samples), "max_us": max(samples), "bytes": 33554432,
+                               "flops": 402653184, "bandwidth_fraction": 0.8, "max_rel_rms": 1e-4})
+        bench = {"tool": "bench", "backend": "cpu", "gpu": None, "driver": None, "cuda_version": None,
+                 "arch_list": None, "policy_hash": "00000000000000ff", "config": {}, "copy_bandwidth_gbs": 10.0,
+                 "rows": bench_rows}
+        grows = []
+        for case, verdict in (golden or {}).items():
+            grows.append({"case": case, "file": case + ".h5", "family": "fp8", "path": "dense", "m": 1, "n": 256,
+                          "k": 384, "groups": 1, "tokens": 1, "backend": "cpu", "plan": "p0",
+                          "rel_rms": 1e-4 if verdict == "PASS" else 1.0, "max_abs": 1e-3, "tol_rel_rms": 1e-3,
+                          "tol_max_abs": 0.05, "verdict": verdict})
+        rec = record.build_record(golden=[("g.json", {"tool": "golden-verify", "rows": grows})],
+                                  bench=[("b.json", bench)], runner=runner, shard=shard, run_id=run_id,
+                                  repo=self.dir, now=T0 + datetime.timedelta(minutes=when))
+        rec.update(commit=commit * 40 if len(commit) == 1 else commit, dirty=False)
+        rec["short_commit"] = rec["commit"][:10]
+        return record.write_record(rec, self.hist)
+
+
+def noisy(seed, center, n=30):
+    rng = random.Random(seed)
+    return [round(center * (1 + rng.gauss(0, 0.01)), 5) for _ in range(n)]
+
+
+class Shards(ReportCase):
+    def test_shards_of_one_commit_merge_into_one_run(self):
+        self.put_record("a", 0, {"x": noisy(1, 10)}, runner="gpu0", shard="0/2", golden={"c1": "PASS"})
+        self.put_record("a", 1, {"y": noisy(2, 20)}, runner="gpu1", shard="1/2", golden={"c2": "PASS"})
+        self.put_record("b", 60, {"x": noisy(3, 10)}, runner="gpu0", shard="0/2")
+        self.put_record("b", 61, {"y": noisy(4, 20)}, runner="gpu1", shard="1/2")
+        runs = report.group_runs(self.records())
+        self.assertEqual([r.commit[0] for r in runs], ["a", "b"])
+        self.assertEqual(sorted(runs[0].bench), [("cpu", "x"), ("cpu", "y")])
+        self.assertEqual(sorted(k[1] for k in runs[0].golden), ["c1", "c2"])
+        self.assertEqual(len(runs[1].records), 2)
+
+    def test_a_rerun_of_the_same_commit_is_a_new_run(self):
+        self.put_record("a", 0, {"x": noisy(1, 10)})
+        self.put_record("a", 30, {"x": noisy(2, 10)})
+        runs = report.group_runs(self.records())
+        self.assertEqual(len(runs), 2)
+        self.assertIs(report.pick_baseline(runs, runs[1]), runs[0])
+
+    def test_run_id_groups_records_of_different_commits_apart(self):
+        self.put_record("a", 0, {"x": noisy(1, 10)}, runner="r1", run_id="n1")
+        self.put_record("a", 5, {"y": noisy(1, 10)}, runner="r2", run_id="n2")
+        self.assertEqual(len(report.group_runs(self.records())), 2)
+
+    def test_duplicate_rows_across_shards_are_reported(self):
+        self.put_record("a", 0, {"x": noisy(1, 10)}, runner="gpu0", shard="0/2")
+        self.put_record("a", 1, {"x": noisy(2, 10)}, runner="gpu1", shard="1/2")
+        run = report.group_runs(self.records())[0]
+        self.assertEqual(len(run.bench), 1)
+        self.assertEqual(len(run.duplicates), 1)
+
+    def test_merged_shards_compare_per_row(self):
+        for i, (commit, slow) in enumerate((("a", 1.0), ("b", 1.10))):
+            self.put_record(commit, 60 * i, {"x": noisy(10 + i, 10)}, runner="gpu0", shard="0/2")
+            self.put_record(commit, 60 * i + 1, {"y": noisy(20 + i, 20 * slow)}, runner="gpu1", shard="1/2")
+        rc, out, _ = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 1)
+        self.assertIn("| y | cpu |", out)
+        self.assertNotIn("| x | cpu |", out)
+
+
+class Verdict(ReportCase):
+    def test_first_run_has_no_baseline(self):
+        self.put_record("a", 0, {"x": noisy(1, 10)}, golden={"c": "PASS"})
+        rc, out, err = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("baseline none (first run)", out)
+
+    def test_noise_passes_and_a_slowdown_fails(self):
+        self.put_record("a", 0, {"x": noisy(1, 10), "z": noisy(5, 3)})
+        self.put_record("b", 60, {"x": noisy(2, 10), "z": noisy(6, 3)})
+        rc, out, _ = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 0, out)
+        self.assertIn("no regression", out)
+        self.put_record("c", 120, {"x": noisy(3, 11), "z": noisy(7, 3.03 * 1.0)})
+        rc, out, _ = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 1)
+        self.assertIn("| x | cpu |", out)
+        self.assertIn("+10.", out)
+        self.assertNotIn("| z |", out)
+
+    def test_baseline_commit_and_record(self):
+        pa = self.put_record("a", 0, {"x": noisy(1, 11)})
+        self.put_record("b", 60, {"x": noisy(2, 10)})
+        self.put_record("c", 120, {"x": noisy(3, 11)})
+        rc, _, _ = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 1)                                    # vs b: 10 % slower
+        rc, out, _ = run_report(["--history", self.hist, "--out", self.out, "--baseline", "aaaa"])
+        self.assertEqual(rc, 0, out)                               # vs a: the same
+        rc, _, _ = run_report(["--history", self.hist, "--out", self.out, "--baseline-record", pa])
+        self.assertEqual(rc, 0)
+        rc, _, err = run_report(["--history", self.hist, "--out", self.out, "--baseline", "dddd"])
+        self.assertEqual(rc, 2)
+        self.assertIn("no earlier run of that commit", err)
+
+    def test_too_few_samples_are_not_flagged(self):
+        self.put_record("a", 0, {"x": [10.0, 10.1, 10.0, 10.2]})
+        self.put_record("b", 60, {"x": [20.0, 20.1, 20.0, 20.2]})
+        rc, out, _ = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 0, out)
+        self.assertIn("1 with too few samples", out)
+        with open(os.path.join(self.out, "index.html")) as f:
+            self.assertIn("too few samples", f.read())
+
+    def test_golden_pass_to_fail_is_a_regression(self):
+        self.put_record("a", 0, {"x": noisy(1, 10)}, golden={"c1": "PASS", "c2": "PASS"})
+        self.put_record("b", 60, {"x": noisy(2, 10)}, golden={"c1": "PASS", "c2": "FAIL"})
+        rc, out, _ = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 1)
+        self.assertIn("| c2 | cpu | p0 | PASS->FAIL |", out)
+        self.assertNotIn("| c1 |", out)
+
+    def test_golden_new_failure_and_recovery(self):
+        self.put_record("a", 0, {"x": noisy(1, 10)}, golden={"c1": "FAIL"})
+        self.put_record("b", 60, {"x": noisy(2, 10)}, golden={"c1": "PASS", "c3": "FAIL"})
+        rc, out, _ = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 1)
+        self.assertIn("| c3 | cpu | p0 | new FAIL |", out)
+        self.assertNotIn("| c1 |", out)
+
+    def test_bad_record_is_skipped_and_named(self):
+        self.put_record("a", 0, {"x": noisy(1, 10)})
+        with open(os.path.join(self.hist, "zz-broken.json"), "w") as f:
+            f.write("{not json")
+        rc, _, err = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 0)
+        self.assertIn("zz-broken.json: not valid JSON", err)
+        with open(os.path.join(self.out, "index.html")) as f:
+            self.assertIn("zz-broken.json", f.read())
+
+    def test_no_records_is_exit_2(self):
+        os.makedirs(self.hist)
+        rc, _, err = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 2)
+        self.assertIn("no valid record", err)
+
+
+class Files(ReportCase):
+    def test_page_and_plots_are_written(self):
+        gen_records.make_history(self.hist, commits=3, nsamp=12, shards=2, slow_last=0.1)
+        rc, out, err = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 1, err)
+        names = os.listdir(self.out)
+        self.assertIn("index.html", names)
+        with open(os.path.join(self.out, "index.html")) as f:
+            page = f.read()
+        pngs = [n for n in names if n.endswith(".png")]
+        for want in ("bandwidth-cuda.png", "golden-rel_rms.png", "replay.png", "coverage.png"):
+            self.assertIn(want, pngs)
+        self.assertTrue(any(n.startswith("history-") for n in pngs))
+        for png in pngs:                           # every plot is a real PNG the page shows
+            with open(os.path.join(self.out, png), "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            self.assertIn(f"src='{png}'", page)
+        for heading in ("Loop vs grouped", "Bandwidth fraction", "Golden error", "measured during serving",
+                        "Coverage", "Each benchmark over commits"):
+            self.assertIn(heading, page)
+        self.assertIn("REGRESSED", page)
+        self.assertFalse([n for n in names if n.startswith(".index-")])
+
+    def test_loop_vs_grouped_pairs_rows(self):
+        gen_records.make_history(self.hist, commits=1, nsamp=10, coverage=False)
+        run = report.group_runs(self.records())[0]
+        rows = report.loop_vs_grouped(run)
+        # 3 families x 6 token counts x tune on/off.
+        self.assertEqual(len(rows), 36)
+        r = [x for x in rows if x["variant"] == "wo_a/*/fp8/t6/tune=on"][0]
+        self.assertAlmostEqual(r["ratio"], r["loop_us"] / r["grouped_us"])
+        self.assertGreater(r["ratio"], 4.0)
+
+
+if __name__ == "__main__":
+    unittest.main()
