@@ -1,3 +1,5 @@
+/* nftw() and struct FTW are XSI: ask for them before any header. */
+#define _XOPEN_SOURCE 700
 #include "vgtest.h"
 
 #include <ftw.h>

@@ -1,0 +1,312 @@
+/*
+ * kernel_config: the JSON an engine passes, parsed with cJSON.
+ *
+ *   {"sm70_fp8":{"native":{"fp8_grouped_bmm_decode":true,
+ *                          "fp8_tune_small_shapes":true,
+ *                          "fp8_coordinated_tuning":false}},
+ *    "sm70_runtime":{"freeze_tuning_after_warmup":false},
+ *    "gemm_lut_path":null}
+ *
+ * Every key is optional (a missing key keeps its default).  An unknown key,
+ * a wrong type, a duplicate key or a value out of range is VG_ERR_CONFIG
+ * with vg_last_error() naming the JSON path first, for example
+ *   sm70_runtime.freeze_tuning_after_warmup: expected boolean, got "yes"
+ * The schema is the table below; config.c has no other knowledge of fields.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "internal.h"
+
+/* Longest gemm_lut_path accepted (PATH_MAX less the ".tmp.<pid>" suffix). */
+#define VG_LUT_PATH_MAX 4000
+
+typedef enum { FIELD_BOOL, FIELD_PATH } field_kind;
+
+/* One leaf of the schema: its JSON path, its kind and where it lands. */
+typedef struct field_spec {
+    const char *path;         /* dotted JSON path */
+    field_kind kind;
+    size_t offset;            /* into vg_config_fields (FIELD_BOOL) */
+    int def;
+} field_spec;
+
+static const field_spec fields[] = {
+    {"sm70_fp8.native.fp8_grouped_bmm_decode", FIELD_BOOL,
+     offsetof(vg_config_fields, fp8_grouped_bmm_decode), 1},
+    {"sm70_fp8.native.fp8_tune_small_shapes", FIELD_BOOL,
+     offsetof(vg_config_fields, fp8_tune_small_shapes), 1},
+    {"sm70_fp8.native.fp8_coordinated_tuning", FIELD_BOOL,
+     offsetof(vg_config_fields, fp8_coordinated_tuning), 0},
+    {"sm70_runtime.freeze_tuning_after_warmup", FIELD_BOOL,
+     offsetof(vg_config_fields, freeze_tuning_after_warmup), 0},
+    {"gemm_lut_path", FIELD_PATH, 0, 0},
+};
+#define NFIELDS (sizeof fields / sizeof fields[0])
+
+/* A short rendering of a JSON value for "got ..." ("yes" quoted, 1, null,
+ * array, object). */
+static void describe(const cJSON *v, char *buf, size_t size)
+{
+    if (cJSON_IsString(v)) {
+        const char *s = v->valuestring ? v->valuestring : "";
+        if (strlen(s) > 40)
+            snprintf(buf, size, "\"%.40s...\"", s);
+        else
+            snprintf(buf, size, "\"%s\"", s);
+    } else if (cJSON_IsNumber(v)) {
+        snprintf(buf, size, "%.17g", v->valuedouble);
+    } else if (cJSON_IsBool(v)) {
+        snprintf(buf, size, "%s", cJSON_IsTrue(v) ? "true" : "false");
+    } else if (cJSON_IsNull(v)) {
+        snprintf(buf, size, "null");
+    } else if (cJSON_IsArray(v)) {
+        snprintf(buf, size, "array");
+    } else {
+        snprintf(buf, size, "object");
+    }
+}
+
+static void join(char *out, size_t size, const char *prefix, const char *key)
+{
+    if (prefix[0])
+        snprintf(out, size, "%s.%s", prefix, key);
+    else
+        snprintf(out, size, "%s", key);
+}
+
+/* The schema keys directly under `prefix` ("" = the root), as a list for the
+ * unknown-key message; also says whether `key` is one of them. */
+static int known_child(const char *prefix, const char *key, char *list, size_t size)
+{
+    size_t plen = strlen(prefix);
+    int found = 0;
+    list[0] = '\0';
+    for (size_t i = 0; i < NFIELDS; i++) {
+        const char *p = fields[i].path;
+        if (plen) {
+            if (strncmp(p, prefix, plen) != 0 || p[plen] != '.')
+                continue;
+            p += plen + 1;
+        }
+        size_t len = strcspn(p, ".");
+        char child[128];
+        snprintf(child, sizeof child, "%.*s", (int)len, p);
+        if (strstr(list, child) == NULL) {   /* de-duplicate the list */
+            size_t used = strlen(list);
+            snprintf(list + used, size - used, "%s%s", used ? ", " : "", child);
+        }
+        if (strcmp(child, key) == 0)
+            found = 1;
+    }
+    return found;
+}
+
+static const field_spec *leaf(const char *path)
+{
+    for (size_t i = 0; i < NFIELDS; i++)
+        if (strcmp(fields[i].path, path) == 0)
+            return &fields[i];
+    return NULL;
+}
+
+/* Walks one object of the document against the schema. */
+static vg_status walk(const cJSON *obj, const char *prefix, vg_config *cfg)
+{
+    char got[64], path[256], list[256];
+    if (!cJSON_IsObject(obj)) {
+        describe(obj, got, sizeof got);
+        return vg_fail(VG_ERR_CONFIG, "%s: expected object, got %s",
+                       prefix[0] ? prefix : "kernel_config", got);
+    }
+    for (const cJSON *item = obj->child; item; item = item->next) {
+        const char *key = item->string ? item->string : "";
+        join(path, sizeof path, prefix, key);
+        /* cJSON keeps both copies of a repeated key; which one wins would be
+         * an accident of its implementation, so refuse. */
+        for (const cJSON *other = obj->child; other != item; other = other->next)
+            if (other->string && strcmp(other->string, key) == 0)
+                return vg_fail(VG_ERR_CONFIG, "%s: duplicate key", path);
+        if (!known_child(prefix, key, list, sizeof list))
+            return vg_fail(VG_ERR_CONFIG, "%s: unknown key (expected one of: %s)", path,
+                           list);
+        const field_spec *f = leaf(path);
+        if (!f) {
+            vg_status st = walk(item, path, cfg);
+            if (st != VG_OK)
+                return st;
+            continue;
+        }
+        describe(item, got, sizeof got);
+        if (f->kind == FIELD_BOOL) {
+            if (!cJSON_IsBool(item))
+                return vg_fail(VG_ERR_CONFIG, "%s: expected boolean, got %s", path, got);
+            *(int *)((char *)&cfg->f + f->offset) = cJSON_IsTrue(item) ? 1 : 0;
+        } else {
+            if (cJSON_IsNull(item))
+                continue;
+            if (!cJSON_IsString(item))
+                return vg_fail(VG_ERR_CONFIG, "%s: expected string or null, got %s", path,
+                               got);
+            size_t len = strlen(item->valuestring);
+            if (len == 0)
+                return vg_fail(VG_ERR_CONFIG,
+                               "%s: out of range: empty path (use null for no LUT)", path);
+            if (len > VG_LUT_PATH_MAX)
+                return vg_fail(VG_ERR_CONFIG,
+                               "%s: out of range: %zu characters, at most %d", path, len,
+                               VG_LUT_PATH_MAX);
+            free(cfg->lut_path);
+            cfg->lut_path = strdup(item->valuestring);
+            if (!cfg->lut_path)
+                return vg_fail(VG_ERR_NO_MEMORY, "kernel_config: out of memory");
+        }
+    }
+    return VG_OK;
+}
+
+static vg_config *config_new(void)
+{
+    vg_config *cfg = calloc(1, sizeof *cfg);
+    if (!cfg)
+        return NULL;
+    for (size_t i = 0; i < NFIELDS; i++)
+        if (fields[i].kind == FIELD_BOOL)
+            *(int *)((char *)&cfg->f + fields[i].offset) = fields[i].def;
+    return cfg;
+}
+
+vg_status vg_config_default(vg_config **out)
+{
+    if (!out)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_config_default: out is NULL");
+    *out = config_new();
+    return *out ? VG_OK : vg_fail(VG_ERR_NO_MEMORY, "kernel_config: out of memory");
+}
+
+vg_status vg_config_parse(const char *json, vg_config **out)
+{
+    if (!json || !out)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_config_parse: NULL argument");
+    *out = NULL;
+    const char *end = NULL;
+    cJSON *doc = cJSON_ParseWithOpts(json, &end, 1);
+    if (!doc) {
+        size_t at = end ? (size_t)(end - json) : 0;
+        return vg_fail(VG_ERR_CONFIG, "kernel_config: invalid JSON at offset %zu near '%.20s'",
+                       at, end ? end : "");
+    }
+    vg_config *cfg = config_new();
+    if (!cfg) {
+        cJSON_Delete(doc);
+        return vg_fail(VG_ERR_NO_MEMORY, "kernel_config: out of memory");
+    }
+    vg_status st = walk(doc, "", cfg);
+    cJSON_Delete(doc);
+    if (st != VG_OK) {
+        vg_config_free(cfg);
+        return st;
+    }
+    cfg->f.gemm_lut_path = cfg->lut_path;
+    *out = cfg;
+    return VG_OK;
+}
+
+vg_status vg_config_load(const char *path, vg_config **out)
+{
+    if (!path || !out)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_config_load: NULL argument");
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return vg_fail(VG_ERR_IO, "kernel_config %s: %s", path, strerror(errno));
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 8192;
+            if (cap > (16u << 20)) {
+                free(buf);
+                fclose(f);
+                return vg_fail(VG_ERR_LIMIT, "kernel_config %s: larger than 16 MiB", path);
+            }
+            char *grown = realloc(buf, cap);
+            if (!grown) {
+                free(buf);
+                fclose(f);
+                return vg_fail(VG_ERR_NO_MEMORY, "kernel_config %s: out of memory", path);
+            }
+            buf = grown;
+        }
+        size_t got = fread(buf + len, 1, cap - len - 1, f);
+        len += got;
+        if (got == 0)
+            break;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        free(buf);
+        return vg_fail(VG_ERR_IO, "kernel_config %s: read error", path);
+    }
+    buf[len] = '\0';
+    if (strlen(buf) != len) {
+        free(buf);
+        return vg_fail(VG_ERR_CONFIG, "kernel_config %s: contains a NUL byte", path);
+    }
+    vg_status st = vg_config_parse(buf, out);
+    free(buf);
+    if (st != VG_OK) {
+        /* Keep the JSON path first; name the file after it. */
+        char detail[900];
+        snprintf(detail, sizeof detail, "%s", vg_last_error());
+        return vg_fail(st, "%s (in %s)", detail, path);
+    }
+    return VG_OK;
+}
+
+vg_status vg_config_free(vg_config *cfg)
+{
+    if (cfg) {
+        free(cfg->lut_path);
+        free(cfg);
+    }
+    return VG_OK;
+}
+
+vg_status vg_config_get(const vg_config *cfg, vg_config_fields *out)
+{
+    if (!cfg || !out)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_config_get: NULL argument");
+    *out = cfg->f;
+    return VG_OK;
+}
+
+vg_status vg_config_to_json(const vg_config *cfg, char **json)
+{
+    if (!cfg || !json)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_config_to_json: NULL argument");
+    cJSON *root = cJSON_CreateObject();
+    cJSON *fp8 = cJSON_AddObjectToObject(root, "sm70_fp8");
+    cJSON *native = fp8 ? cJSON_AddObjectToObject(fp8, "native") : NULL;
+    cJSON *rt = cJSON_AddObjectToObject(root, "sm70_runtime");
+    if (!native || !rt) {
+        cJSON_Delete(root);
+        return vg_fail(VG_ERR_NO_MEMORY, "kernel_config: out of memory");
+    }
+    cJSON_AddBoolToObject(native, "fp8_grouped_bmm_decode", cfg->f.fp8_grouped_bmm_decode);
+    cJSON_AddBoolToObject(native, "fp8_tune_small_shapes", cfg->f.fp8_tune_small_shapes);
+    cJSON_AddBoolToObject(native, "fp8_coordinated_tuning", cfg->f.fp8_coordinated_tuning);
+    cJSON_AddBoolToObject(rt, "freeze_tuning_after_warmup", cfg->f.freeze_tuning_after_warmup);
+    if (cfg->lut_path)
+        cJSON_AddStringToObject(root, "gemm_lut_path", cfg->lut_path);
+    else
+        cJSON_AddNullToObject(root, "gemm_lut_path");
+    *json = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return *json ? VG_OK : vg_fail(VG_ERR_NO_MEMORY, "kernel_config: out of memory");
+}

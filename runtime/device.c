@@ -1,0 +1,237 @@
+/*
+ * Devices: one context per device, holding the backend, its tuning state,
+ * its trace, its workspace and the timer used by measurements.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* The device workspace allocated at open: split-K partials of decode and
+ * small prefill shapes fit; larger calls grow it (outside capture). */
+#define VG_WORKSPACE_CPU (16u << 20)
+#define VG_WORKSPACE_CUDA (64u << 20)
+
+/* Repetitions of one candidate's timing: cpu launches are slow and the
+ * clock is coarse-free, so fewer; cuda events want more samples. */
+#define VG_MEASURE_WARMUP_CPU 1
+#define VG_MEASURE_REPS_CPU 3
+#define VG_MEASURE_WARMUP_CUDA 3
+#define VG_MEASURE_REPS_CUDA 10
+
+vg_status vg_device_open(const char *backend, int ordinal, vg_device **out)
+{
+    if (!backend || !out)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_device_open: NULL argument");
+    *out = NULL;
+    const vg_backend_ops *ops;
+    if (strcmp(backend, "cpu") == 0)
+        ops = &vg_backend_cpu;
+    else if (strcmp(backend, "cuda") == 0)
+        ops = &vg_backend_cuda;
+    else
+        return vg_fail(VG_ERR_INVALID_ARG, "unknown backend '%s' (expected cpu or cuda)",
+                       backend);
+
+    vg_device *dev = calloc(1, sizeof *dev);
+    if (!dev)
+        return vg_fail(VG_ERR_NO_MEMORY, "vg_device_open: out of memory");
+    dev->ops = ops;
+    dev->ordinal = ordinal;
+    vg_status st = ops->open(ordinal, &dev->ctx, &dev->arch);
+    if (st != VG_OK) {
+        free(dev);
+        return st;
+    }
+    if ((st = vg_tuning_init(&dev->tuning)) != VG_OK) {
+        ops->close(dev->ctx);
+        free(dev);
+        return st;
+    }
+    pthread_mutex_init(&dev->ws_lock, NULL);
+    atomic_init(&dev->test_capturing, 0);
+    int is_cpu = ops == &vg_backend_cpu;
+    dev->measure_warmup = is_cpu ? VG_MEASURE_WARMUP_CPU : VG_MEASURE_WARMUP_CUDA;
+    dev->measure_reps = is_cpu ? VG_MEASURE_REPS_CPU : VG_MEASURE_REPS_CUDA;
+    dev->ws_bytes = is_cpu ? VG_WORKSPACE_CPU : VG_WORKSPACE_CUDA;
+    if ((st = ops->alloc(dev->ctx, dev->ws_bytes, &dev->ws)) != VG_OK) {
+        vg_device_close(dev);
+        return st;
+    }
+    vg_trace_init_from_env(&dev->trace);
+    *out = dev;
+    return VG_OK;
+}
+
+vg_status vg_device_close(vg_device *dev)
+{
+    if (!dev)
+        return VG_OK;
+    if (dev->ws)
+        dev->ops->free(dev->ctx, dev->ws);
+    vg_trace_close(&dev->trace);
+    vg_tuning_destroy(&dev->tuning);
+    pthread_mutex_destroy(&dev->ws_lock);
+    dev->ops->close(dev->ctx);
+    free(dev);
+    return VG_OK;
+}
+
+vg_status vg_device_info(const vg_device *dev, const char **backend, int *arch)
+{
+    if (!dev)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_device_info: dev is NULL");
+    if (backend)
+        *backend = dev->ops->name;
+    if (arch)
+        *arch = dev->arch;
+    return VG_OK;
+}
+
+vg_status vg_device_alloc(vg_device *dev, size_t bytes, void **ptr)
+{
+    if (!dev || !ptr)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_device_alloc: NULL argument");
+    return dev->ops->alloc(dev->ctx, bytes, ptr);
+}
+
+vg_status vg_device_free(vg_device *dev, void *ptr)
+{
+    if (!dev)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_device_free: dev is NULL");
+    if (ptr)
+        dev->ops->free(dev->ctx, ptr);
+    return VG_OK;
+}
+
+vg_status vg_device_upload(vg_device *dev, void *dst, const void *src, size_t bytes)
+{
+    if (!dev || (bytes && (!dst || !src)))
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_device_upload: NULL argument");
+    return dev->ops->copy_to_device(dev->ctx, dst, src, bytes);
+}
+
+vg_status vg_device_download(vg_device *dev, void *dst, const void *src, size_t bytes)
+{
+    if (!dev || (bytes && (!dst || !src)))
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_device_download: NULL argument");
+    return dev->ops->copy_to_host(dev->ctx, dst, src, bytes);
+}
+
+vg_status vg_device_synchronize(vg_device *dev, void *stream)
+{
+    if (!dev)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_device_synchronize: dev is NULL");
+    return dev->ops->synchronize(dev->ctx, stream);
+}
+
+vg_status vg_device_set_timer(vg_device *dev, vg_timer_fn fn, void *user)
+{
+    if (!dev)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_device_set_timer: dev is NULL");
+    dev->timer = fn;
+    dev->timer_user = fn ? user : NULL;
+    return VG_OK;
+}
+
+vg_status vg_device_set_measure_reps(vg_device *dev, int warmup, int reps)
+{
+    if (!dev || warmup < 0 || reps < 1 || reps > 1024)
+        return vg_fail(VG_ERR_INVALID_ARG, "measure reps: warmup %d >= 0, reps %d in 1..1024",
+                       warmup, reps);
+    dev->measure_warmup = warmup;
+    dev->measure_reps = reps;
+    return VG_OK;
+}
+
+vg_status vg_device_test_set_capturing(vg_device *dev, int capturing)
+{
+    if (!dev)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_device_test_set_capturing: dev is NULL");
+    atomic_store(&dev->test_capturing, capturing ? 1 : 0);
+    return VG_OK;
+}
+
+int vg_device_capturing(vg_device *dev, void *stream)
+{
+    if (atomic_load_explicit(&dev->test_capturing, memory_order_relaxed))
+        return 1;
+    return dev->ops->stream_capturing(dev->ctx, stream);
+}
+
+/* Makes the device workspace at least `need` bytes; ws_lock held.  Never
+ * while capturing: an allocation inside a graph capture is not allowed. */
+static vg_status ensure_workspace(vg_device *dev, size_t need, void *stream)
+{
+    if (dev->ws_bytes >= need)
+        return VG_OK;
+    if (vg_device_capturing(dev, stream))
+        return vg_fail(VG_ERR_STATE,
+                       "device workspace of %zu bytes is needed but the stream is capturing "
+                       "(it has %zu; warm up before capturing or pass a workspace)",
+                       need, dev->ws_bytes);
+    void *grown = NULL;
+    vg_status st = dev->ops->alloc(dev->ctx, need, &grown);
+    if (st != VG_OK)
+        return st;
+    /* The old buffer may still be read by work queued on a stream. */
+    dev->ops->synchronize(dev->ctx, stream);
+    dev->ops->free(dev->ctx, dev->ws);
+    dev->ws = grown;
+    dev->ws_bytes = need;
+    return VG_OK;
+}
+
+vg_status vg_device_launch(vg_device *dev, const vg_plan *p, const vg_gemm_args *args)
+{
+    if (args->workspace)
+        return dev->ops->launch(dev->ctx, p, args);
+    size_t need = 0;
+    vg_status st = dev->ops->workspace_bytes(p, args, &need);
+    if (st != VG_OK)
+        return st;
+    vg_gemm_args a = *args;
+    if (need == 0) {
+        /* Nothing is written there: no need to hold the lock. */
+        a.workspace = dev->ws;
+        a.workspace_bytes = dev->ws_bytes;
+        return dev->ops->launch(dev->ctx, p, &a);
+    }
+    pthread_mutex_lock(&dev->ws_lock);
+    st = ensure_workspace(dev, need, args->stream);
+    if (st == VG_OK) {
+        a.workspace = dev->ws;
+        a.workspace_bytes = dev->ws_bytes;
+        st = dev->ops->launch(dev->ctx, p, &a);
+    }
+    pthread_mutex_unlock(&dev->ws_lock);
+    return st;
+}
+
+/* Times one candidate for a measurement (see decision.c): the scripted
+ * timer when a test set one, else the backend's, with the device workspace
+ * when the caller passed none. */
+vg_status vg_device_time_plan(vg_device *dev, const vg_plan *p, const vg_gemm_args *args,
+                              double *us)
+{
+    if (dev->timer) {
+        *us = dev->timer(p, args, dev->timer_user);
+        return VG_OK;
+    }
+    if (args->workspace)
+        return dev->ops->time_plan(dev->ctx, p, args, dev->measure_warmup, dev->measure_reps, us);
+    size_t need = 0;
+    vg_status st = dev->ops->workspace_bytes(p, args, &need);
+    if (st != VG_OK)
+        return st;
+    vg_gemm_args a = *args;
+    pthread_mutex_lock(&dev->ws_lock);
+    st = ensure_workspace(dev, need, args->stream);
+    if (st == VG_OK) {
+        a.workspace = dev->ws;
+        a.workspace_bytes = dev->ws_bytes;
+        st = dev->ops->time_plan(dev->ctx, p, &a, dev->measure_warmup, dev->measure_reps, us);
+    }
+    pthread_mutex_unlock(&dev->ws_lock);
+    return st;
+}

@@ -1,0 +1,253 @@
+/*
+ * The runtime's internal picture: the device context, its tuning state (the
+ * dispatch cache, the freeze and the measured counters), the policy in force
+ * on a thread, and the helpers the runtime files share.  Nothing here is
+ * public API; tools/bench_dispatch.c and the runtime suites include it to
+ * reach the decision alone and the test hooks.
+ *
+ * Ownership: a vg_device owns one vg_tuning today.  The tuning state is kept
+ * in its own struct so that an engine (issue 10) can own one per engine
+ * without changing the decision code, which only ever sees a vg_tuning.
+ */
+#ifndef VOLTGATE_RUNTIME_INTERNAL_H
+#define VOLTGATE_RUNTIME_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "voltgate/runtime.h"
+
+/* ---- policy -------------------------------------------------------------- */
+
+/* The part of a kernel_config that the decision reads, plus its hash. */
+typedef struct vg_policy {
+    uint64_t hash;
+    int grouped_bmm_decode;   /* grouped decode in one launch (else loop) */
+    int tune_small_shapes;    /* measuring allowed at all */
+    int coordinated_tuning;   /* ranks agree on one plan (issue 8) */
+} vg_policy;
+
+/* The partition used outside any vg_policy_enter(): default field values,
+ * but its own hash (see POLICY.md), so work done outside an engine never
+ * lands in an engine's partition even when that engine uses the defaults. */
+const vg_policy *vg_policy_default_partition(void);
+
+/* The innermost policy this thread entered for `dev` (or for any device,
+ * dev NULL at enter), else &vg_policy_default. */
+const vg_policy *vg_policy_current(const vg_device *dev);
+
+/* Fills a vg_policy from a parsed config (hash included). */
+void vg_policy_from_config(const vg_config *cfg, vg_policy *out);
+
+/* The FNV-1a 64 hash the policy, the LUT checksum and the cache use. */
+uint64_t vg_fnv1a64(const void *data, size_t len, uint64_t seed);
+#define VG_FNV_OFFSET 0xcbf29ce484222325ull
+
+/* ---- config (config.c) ----------------------------------------------------- */
+struct vg_config {
+    vg_config_fields f;
+    char *lut_path;           /* f.gemm_lut_path points here */
+};
+
+/* ---- dispatch cache (cache.c) ---------------------------------------------- */
+
+/* One cached plan for one number of rows of a series. */
+typedef struct vg_cache_item {
+    int32_t rows;             /* dense: M; grouped/loop/moe: rows per group */
+    const vg_plan *plan;
+    double time_us;           /* the winning median when it was measured */
+    int imported;             /* 1 when it came from a LUT */
+} vg_cache_item;
+
+/* Every cached row count of one (policy, family, path, n, k, groups), kept
+ * sorted by rows so that the exact and the next-larger lookups are one
+ * binary search. */
+typedef struct vg_series {
+    uint64_t policy;
+    int32_t n, k, groups;
+    uint8_t family, path, used;
+    vg_cache_item *items;
+    size_t count, cap;
+} vg_series;
+
+typedef struct vg_cache {
+    pthread_rwlock_t lock;    /* readers: every lookup; writer: insert, import */
+    vg_series *slots;         /* open addressing, power-of-two size */
+    size_t nslots, nused;
+    uint64_t entries;         /* items over all series */
+} vg_cache;
+
+typedef struct vg_cache_key {
+    uint64_t policy;
+    vg_family family;
+    vg_path path;
+    int32_t n, k, groups, rows;
+} vg_cache_key;
+
+vg_status vg_cache_init(vg_cache *c);
+void vg_cache_destroy(vg_cache *c);
+/* Exact lookup; 1 and *plan set when cached. Takes the read lock. */
+int vg_cache_find(vg_cache *c, const vg_cache_key *key, const vg_plan **plan);
+/* The cached item with the smallest rows >= key->rows in the key's series
+ * (key->rows itself included).  Takes the read lock. */
+int vg_cache_find_at_least(vg_cache *c, const vg_cache_key *key, const vg_plan **plan,
+                           int32_t *found_rows);
+/* Inserts or replaces.  *was_new = 1 when the shape was not cached yet.
+ * Takes the write lock. */
+vg_status vg_cache_put(vg_cache *c, const vg_cache_key *key, const vg_plan *plan,
+                       double time_us, int imported, int *was_new);
+/* Calls fn for every item (policy 0 = every partition) under the read lock. */
+typedef void (*vg_cache_visit_fn)(const vg_series *s, const vg_cache_item *it, void *user);
+void vg_cache_visit(vg_cache *c, uint64_t policy, vg_cache_visit_fn fn, void *user);
+uint64_t vg_cache_entries(vg_cache *c);
+
+/* ---- tuning state (freeze.c) ----------------------------------------------- */
+typedef struct vg_tuning {
+    vg_cache cache;
+    /* state_lock guards in_flight and the before/after counters; frozen and
+     * measured_total are atomics so the hot path and the trace read them
+     * without a lock. */
+    pthread_mutex_t state_lock;
+    pthread_cond_t idle;              /* signalled when in_flight drops to 0 */
+    atomic_int frozen;
+    int in_flight;                    /* measurements started, not recorded */
+    atomic_uint_fast64_t measured_total;
+    uint64_t measured_before_freeze;
+    uint64_t measured_after_freeze;   /* stays 0 by construction; counted anyway */
+} vg_tuning;
+
+vg_status vg_tuning_init(vg_tuning *t);
+void vg_tuning_destroy(vg_tuning *t);
+/* Starts a measurement: 0 when the tuning state is frozen (then nothing may
+ * be measured), 1 otherwise, and the freeze waits until it ends. */
+int vg_tuning_measure_begin(vg_tuning *t);
+/* Ends it; records the result (plan NULL = nothing recorded).  Returns the
+ * status of the cache insert. */
+vg_status vg_tuning_measure_end(vg_tuning *t, const vg_cache_key *key, const vg_plan *plan,
+                                double time_us);
+vg_status vg_tuning_freeze(vg_tuning *t);
+
+/* ---- trace (trace.c) -------------------------------------------------------- */
+typedef struct vg_trace {
+    atomic_int fd;            /* -1 = off */
+    int owned;                /* 1 when fd was opened by us (a file) */
+} vg_trace;
+
+void vg_trace_init_from_env(vg_trace *t);
+void vg_trace_close(vg_trace *t);
+vg_status vg_trace_open(vg_trace *t, const char *target);
+static inline int vg_trace_on(vg_trace *t) { return atomic_load_explicit(&t->fd, memory_order_relaxed) >= 0; }
+/* Writes one formatted line (newline added) with a single write(). */
+void vg_trace_line(vg_trace *t, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* ---- the device ---------------------------------------------------------- */
+struct vg_device {
+    const vg_backend_ops *ops;
+    void *ctx;
+    int arch;
+    int ordinal;
+
+    vg_tuning tuning;
+    vg_trace trace;
+
+    /* Scripted timer (tests) or NULL for the backend's timer. */
+    vg_timer_fn timer;
+    void *timer_user;
+    int measure_warmup, measure_reps;
+
+    /* Test hook: non-zero makes every stream look like it is capturing. */
+    atomic_int test_capturing;
+
+    /* The device's own workspace, used when args->workspace is NULL.  The
+     * lock is held for a whole launch that uses it, so concurrent calls never
+     * share partials (on cuda the launch is only enqueued: one stream at a
+     * time may use the device workspace; pass your own otherwise). */
+    pthread_mutex_t ws_lock;
+    void *ws;
+    size_t ws_bytes;
+};
+
+/* Non-zero while args->stream is capturing (or the test hook says so). */
+int vg_device_capturing(vg_device *dev, void *stream);
+
+/* Launches `p` with args (the path already rerouted), using the device
+ * workspace when args->workspace is NULL and growing it outside capture. */
+vg_status vg_device_launch(vg_device *dev, const vg_plan *p, const vg_gemm_args *args);
+
+/* Times one measurement candidate (scripted timer or the backend's). */
+vg_status vg_device_time_plan(vg_device *dev, const vg_plan *p, const vg_gemm_args *args,
+                              double *us);
+
+/* Test hook for the capture refusal on the cpu backend. */
+vg_status vg_device_test_set_capturing(vg_device *dev, int capturing);
+/* Measurement repetitions (defaults per backend). */
+vg_status vg_device_set_measure_reps(vg_device *dev, int warmup, int reps);
+
+/* ---- decision (decision.c) ------------------------------------------------- */
+
+/* What vg_dispatch_decide() found, before any measurement. */
+typedef struct vg_choice {
+    vg_decision decision;     /* MEASURE means "measure now", plan NULL */
+    const vg_plan *plan;
+    vg_path path;             /* after the grouped -> loop reroute */
+    int32_t rows;             /* the shape bucket: M or rows per group */
+    int within_limits;
+    const char *why;
+    vg_cache_key key;
+} vg_choice;
+
+/* The decision alone: reroute, limits, cache lookup, freeze and capture
+ * checks.  No measurement, no launch, no trace: vg_gemm() calls it first,
+ * and the dispatch benchmark times it alone. */
+vg_status vg_dispatch_decide(vg_device *dev, const vg_policy *pol, const vg_gemm_args *args,
+                             vg_choice *out);
+
+/* The device backend's plan of that id, or NULL. */
+const vg_plan *vg_device_find_plan(vg_device *dev, const char *id);
+
+/* The trace line of one decision. */
+void vg_trace_decision(vg_device *dev, const char *op, const vg_gemm_args *args,
+                       const vg_choice *c, uint64_t policy_hash);
+
+/* ---- registry (registry.c) --------------------------------------------------- */
+/* The registered operator named `name`, or NULL. */
+const vg_operator *vg_registry_find(const char *name);
+/* Checks that every operator of ops[] taking a native policy is in names[];
+ * returns VG_ERR_NOT_FOUND naming the first one missing. */
+vg_status vg_registry_check(const vg_operator *ops, size_t n, const char *const *names,
+                            size_t count);
+
+/* ---- LUT (lut.c) -------------------------------------------------------------- */
+/* Test hook: called with the temporary file's path right before the rename;
+ * a test points it at a function that _exit()s to simulate a crash. */
+extern void (*vg_lut_before_rename_hook)(const char *tmp_path);
+
+/* ---- warm-up buffers (warmup.c), shared with the replay tool ------------------ */
+/* Device buffers for one layer: synthetic non-zero weights of every group,
+ * X and Y for up to max_rows_per_group rows per group, and one offsets row
+ * per token count 1..GROUPED_DECODE_MAX_TOKENS (plus one for any count
+ * asked through vg_layer_args). */
+typedef struct vg_layer_buffers {
+    vg_layer layer;
+    int32_t max_rows_per_group;
+    void *q, *scale, *zero;
+    uint16_t *x;
+    float *y;
+    int32_t *offsets_dev;             /* [(max_rows_per_group)][groups+1] */
+    int32_t *offsets_host;
+} vg_layer_buffers;
+
+vg_status vg_layer_buffers_alloc(vg_device *dev, const vg_layer *layer,
+                                 int32_t max_rows_per_group, vg_layer_buffers *out);
+void vg_layer_buffers_free(vg_device *dev, vg_layer_buffers *b);
+/* Arguments of one call of the layer with `tokens` rows per group (dense:
+ * M = tokens).  tokens must be 1..max_rows_per_group. */
+vg_status vg_layer_args(const vg_layer_buffers *b, int32_t tokens, vg_gemm_args *out);
+
+#endif

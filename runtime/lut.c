@@ -1,0 +1,428 @@
+/*
+ * The LUT: the dispatch cache in a file, so a boot can skip measuring.
+ *
+ * Format (text, version 1), one entry per line, then a checksum line:
+ *
+ *   voltgate-lut 1
+ *   entry arch=70 policy=<16 hex> family=fp8 path=grouped n=1024 k=4096 groups=8 rows=3 plan=<id> us=12.345
+ *   ...
+ *   checksum fnv1a64=<16 hex>
+ *
+ * arch is the device arch (0 = cpu).  rows is the shape bucket (dense: M,
+ * else rows per group).  us is the median time the plan won with.  The
+ * checksum is FNV-1a 64 over every byte before the checksum line.  Entries
+ * are sorted, so the same cache always gives the same bytes.
+ *
+ * Export writes <path>.tmp.<pid>, fsyncs it, renames it over <path> and
+ * fsyncs the folder: a crash at any point leaves either the old file or the
+ * new one, never half of one.
+ *
+ * Import reads and checks the whole file before applying anything: a file
+ * that is not a LUT, cut short or with a bad line is VG_ERR_FORMAT, one whose
+ * checksum does not match is VG_ERR_CHECKSUM, and then nothing is applied.
+ * Entries of another arch, of another policy (when one is asked for) or
+ * naming a plan this build does not have (or that no longer applies to the
+ * entry's shape) are skipped and counted in the report and the trace.
+ * Applied entries are marked imported and count as measured for reuse and
+ * for the frozen lookup; they are not counted as measurements.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define LUT_MAGIC "voltgate-lut"
+#define LUT_VERSION 1
+#define LUT_MAX_BYTES (64u << 20)
+
+void (*vg_lut_before_rename_hook)(const char *tmp_path) = NULL;
+
+/* ---- export ---------------------------------------------------------------- */
+
+typedef struct lut_row {
+    uint64_t policy;
+    int32_t family, path, n, k, groups, rows;
+    const char *plan;
+    double us;
+} lut_row;
+
+typedef struct row_list {
+    lut_row *rows;
+    size_t count, cap;
+    int oom;
+} row_list;
+
+static void collect(const vg_series *s, const vg_cache_item *it, void *user)
+{
+    row_list *l = user;
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        lut_row *grown = realloc(l->rows, cap * sizeof *grown);
+        if (!grown) {
+            l->oom = 1;
+            return;
+        }
+        l->rows = grown;
+        l->cap = cap;
+    }
+    l->rows[l->count++] = (lut_row){.policy = s->policy, .family = s->family, .path = s->path,
+                                    .n = s->n, .k = s->k, .groups = s->groups,
+                                    .rows = it->rows, .plan = it->plan->id, .us = it->time_us};
+}
+
+static int cmp_row(const void *pa, const void *pb)
+{
+    const lut_row *a = pa, *b = pb;
+    if (a->policy != b->policy)
+        return a->policy < b->policy ? -1 : 1;
+    const int32_t ka[] = {a->family, a->path, a->n, a->k, a->groups, a->rows};
+    const int32_t kb[] = {b->family, b->path, b->n, b->k, b->groups, b->rows};
+    for (int i = 0; i < 6; i++)
+        if (ka[i] != kb[i])
+            return ka[i] < kb[i] ? -1 : 1;
+    return 0;
+}
+
+/* A growing text buffer. */
+typedef struct text {
+    char *buf;
+    size_t len, cap;
+    int oom;
+} text;
+
+static void appendf(text *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void appendf(text *t, const char *fmt, ...)
+{
+    if (t->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            t->oom = 1;
+            return;
+        }
+        if ((size_t)n < t->cap - t->len) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t cap = (t->cap ? t->cap * 2 : 4096) + (size_t)n;
+        char *grown = realloc(t->buf, cap);
+        if (!grown) {
+            t->oom = 1;
+            return;
+        }
+        t->buf = grown;
+        t->cap = cap;
+    }
+}
+
+static vg_status write_all(int fd, const char *buf, size_t len, const char *path)
+{
+    while (len) {
+        ssize_t w = write(fd, buf, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return vg_fail(VG_ERR_IO, "lut %s: write: %s", path, strerror(errno));
+        buf += w;
+        len -= (size_t)w;
+    }
+    return VG_OK;
+}
+
+/* fsync of the folder holding `path`, so the rename itself is durable. */
+static void sync_parent(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+vg_status vg_lut_export(vg_device *dev, const char *path, uint64_t policy_hash)
+{
+    if (!dev || !path || !*path)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_lut_export: NULL argument or empty path");
+    row_list list = {0};
+    vg_cache_visit(&dev->tuning.cache, policy_hash, collect, &list);
+    if (list.oom) {
+        free(list.rows);
+        return vg_fail(VG_ERR_NO_MEMORY, "lut %s: out of memory", path);
+    }
+    qsort(list.rows, list.count, sizeof *list.rows, cmp_row);
+
+    text t = {0};
+    appendf(&t, "%s %d\n", LUT_MAGIC, LUT_VERSION);
+    for (size_t i = 0; i < list.count; i++) {
+        const lut_row *r = &list.rows[i];
+        appendf(&t,
+                "entry arch=%d policy=%016" PRIx64 " family=%s path=%s n=%d k=%d groups=%d "
+                "rows=%d plan=%s us=%.6g\n",
+                dev->arch, r->policy, vg_family_name((vg_family)r->family),
+                vg_path_name((vg_path)r->path), (int)r->n, (int)r->k, (int)r->groups,
+                (int)r->rows, r->plan, r->us);
+    }
+    free(list.rows);
+    uint64_t sum = vg_fnv1a64(t.buf, t.len, VG_FNV_OFFSET);
+    appendf(&t, "checksum fnv1a64=%016" PRIx64 "\n", sum);
+    if (t.oom) {
+        free(t.buf);
+        return vg_fail(VG_ERR_NO_MEMORY, "lut %s: out of memory", path);
+    }
+
+    char tmp[4200];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp) {
+        free(t.buf);
+        return vg_fail(VG_ERR_INVALID_ARG, "lut %s: path too long", path);
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        free(t.buf);
+        return vg_fail(VG_ERR_IO, "lut %s: cannot create %s: %s", path, tmp, strerror(errno));
+    }
+    vg_status st = write_all(fd, t.buf, t.len, tmp);
+    free(t.buf);
+    if (st == VG_OK && fsync(fd) != 0)
+        st = vg_fail(VG_ERR_IO, "lut %s: fsync: %s", tmp, strerror(errno));
+    if (close(fd) != 0 && st == VG_OK)
+        st = vg_fail(VG_ERR_IO, "lut %s: close: %s", tmp, strerror(errno));
+    if (st != VG_OK) {
+        unlink(tmp);
+        return st;
+    }
+    if (vg_lut_before_rename_hook)
+        vg_lut_before_rename_hook(tmp);
+    if (rename(tmp, path) != 0) {
+        int err = errno;
+        unlink(tmp);
+        return vg_fail(VG_ERR_IO, "lut %s: rename from %s: %s", path, tmp, strerror(err));
+    }
+    sync_parent(path);
+    return VG_OK;
+}
+
+/* ---- import ---------------------------------------------------------------- */
+
+typedef struct lut_entry {
+    int arch;
+    uint64_t policy;
+    vg_family family;
+    vg_path path;
+    int32_t n, k, groups, rows;
+    char plan[128];
+    double us;
+} lut_entry;
+
+static vg_status read_file(const char *path, char **out, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return vg_fail(VG_ERR_IO, "lut %s: %s", path, strerror(errno));
+    size_t cap = 8192, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0)
+            break;
+        if (n + 1 == cap) {
+            if (cap >= LUT_MAX_BYTES) {
+                free(buf);
+                fclose(f);
+                return vg_fail(VG_ERR_LIMIT, "lut %s: larger than %u bytes", path,
+                               LUT_MAX_BYTES);
+            }
+            char *grown = realloc(buf, cap * 2);
+            if (!grown)
+                free(buf);
+            buf = grown;
+            cap *= 2;
+        }
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (!buf)
+        return vg_fail(VG_ERR_NO_MEMORY, "lut %s: out of memory", path);
+    if (err) {
+        free(buf);
+        return vg_fail(VG_ERR_IO, "lut %s: read error", path);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return VG_OK;
+}
+
+static int parse_hex64(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 16; i++) {
+        char c = s[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return 0;
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
+    return 1;
+}
+
+/* One "entry ..." line (without its newline); 0 when malformed. */
+static int parse_entry(const char *line, size_t len, lut_entry *e)
+{
+    char copy[512], policy[17], family[16], path[16];
+    if (len >= sizeof copy)
+        return 0;
+    memcpy(copy, line, len);
+    copy[len] = '\0';
+    int used = -1;
+    int got = sscanf(copy,
+                     "entry arch=%d policy=%16[0-9a-f] family=%15[a-z0-9] path=%15[a-z] n=%d "
+                     "k=%d groups=%d rows=%d plan=%127[^ ] us=%lf%n",
+                     &e->arch, policy, family, path, &e->n, &e->k, &e->groups, &e->rows,
+                     e->plan, &e->us, &used);
+    if (got != 10 || used != (int)len || strlen(policy) != 16)
+        return 0;
+    if (!parse_hex64(policy, &e->policy))
+        return 0;
+    if (vg_family_parse(family, &e->family) != VG_OK || vg_path_parse(path, &e->path) != VG_OK)
+        return 0;
+    return e->n > 0 && e->k > 0 && e->groups > 0 && e->rows > 0 && e->us >= 0.0;
+}
+
+/* Checks the whole text; fills a malloc'ed entry array. */
+static vg_status parse_lut(const char *file, const char *buf, size_t len, lut_entry **out,
+                           size_t *count)
+{
+    *out = NULL;
+    *count = 0;
+    char want[32];
+    int hlen = snprintf(want, sizeof want, "%s %d\n", LUT_MAGIC, LUT_VERSION);
+    if (strlen(buf) != len)
+        return vg_fail(VG_ERR_FORMAT, "lut %s: not a voltgate LUT (binary data)", file);
+    if (len < (size_t)hlen || memcmp(buf, want, (size_t)hlen) != 0) {
+        if (strncmp(buf, LUT_MAGIC " ", strlen(LUT_MAGIC) + 1) == 0)
+            return vg_fail(VG_ERR_FORMAT, "lut %s: line 1: unsupported version (this build reads %d)",
+                           file, LUT_VERSION);
+        return vg_fail(VG_ERR_FORMAT, "lut %s: line 1: not a voltgate LUT (expected '%s %d')",
+                       file, LUT_MAGIC, LUT_VERSION);
+    }
+    /* The checksum line is the last line, and the file ends with its newline. */
+    static const char sum_prefix[] = "checksum fnv1a64=";
+    const size_t sum_len = sizeof sum_prefix - 1 + 16 + 1;
+    if (len < (size_t)hlen + sum_len || buf[len - 1] != '\n' ||
+        memcmp(buf + len - sum_len, sum_prefix, sizeof sum_prefix - 1) != 0 ||
+        buf[len - sum_len - 1] != '\n')
+        return vg_fail(VG_ERR_FORMAT, "lut %s: truncated: the checksum line is missing at the end",
+                       file);
+    uint64_t want_sum;
+    if (!parse_hex64(buf + len - 17, &want_sum))
+        return vg_fail(VG_ERR_FORMAT, "lut %s: malformed checksum line", file);
+    size_t body = len - sum_len;
+    uint64_t got_sum = vg_fnv1a64(buf, body, VG_FNV_OFFSET);
+    if (got_sum != want_sum)
+        return vg_fail(VG_ERR_CHECKSUM,
+                       "lut %s: checksum mismatch (file says %016" PRIx64 ", content is %016" PRIx64
+                       "): the file was changed or damaged; nothing applied",
+                       file, want_sum, got_sum);
+
+    size_t cap = 0;
+    lut_entry *entries = NULL;
+    int lineno = 1;
+    for (size_t pos = (size_t)hlen; pos < body;) {
+        lineno++;
+        const char *nl = memchr(buf + pos, '\n', body - pos);
+        size_t llen = (size_t)(nl - (buf + pos));
+        if (*count == cap) {
+            cap = cap ? cap * 2 : 64;
+            lut_entry *grown = realloc(entries, cap * sizeof *grown);
+            if (!grown) {
+                free(entries);
+                return vg_fail(VG_ERR_NO_MEMORY, "lut %s: out of memory", file);
+            }
+            entries = grown;
+        }
+        if (!parse_entry(buf + pos, llen, &entries[*count])) {
+            free(entries);
+            *count = 0;
+            return vg_fail(VG_ERR_FORMAT, "lut %s: line %d: malformed entry '%.60s'", file, lineno,
+                           buf + pos);
+        }
+        (*count)++;
+        pos += llen + 1;
+    }
+    *out = entries;
+    return VG_OK;
+}
+
+vg_status vg_lut_import(vg_device *dev, const char *path, uint64_t policy_hash,
+                        vg_lut_report *report)
+{
+    if (!dev || !path)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_lut_import: NULL argument");
+    vg_lut_report r = {0};
+    if (report)
+        *report = r;
+    char *buf = NULL;
+    size_t len = 0;
+    vg_status st = read_file(path, &buf, &len);
+    if (st != VG_OK)
+        return st;
+    lut_entry *entries = NULL;
+    size_t count = 0;
+    st = parse_lut(path, buf, len, &entries, &count);
+    free(buf);
+    if (st != VG_OK)
+        return st;
+
+    for (size_t i = 0; i < count && st == VG_OK; i++) {
+        const lut_entry *e = &entries[i];
+        if (e->arch != dev->arch) {
+            r.skipped_arch++;
+            continue;
+        }
+        if (policy_hash && e->policy != policy_hash) {
+            r.skipped_policy++;
+            continue;
+        }
+        const vg_plan *p = vg_device_find_plan(dev, e->plan);
+        if (!p || !vg_plan_applies(p, e->family, e->path, e->rows)) {
+            r.skipped_plan++;
+            continue;
+        }
+        vg_cache_key key = {.policy = e->policy, .family = e->family, .path = e->path,
+                            .n = e->n, .k = e->k, .groups = e->groups, .rows = e->rows};
+        st = vg_cache_put(&dev->tuning.cache, &key, p, e->us, 1, NULL);
+        if (st == VG_OK)
+            r.applied++;
+    }
+    free(entries);
+    vg_trace_line(&dev->trace,
+                  "vg-trace-lut action=import file=%s applied=%llu skipped_arch=%llu "
+                  "skipped_policy=%llu skipped_plan=%llu",
+                  path, (unsigned long long)r.applied, (unsigned long long)r.skipped_arch,
+                  (unsigned long long)r.skipped_policy, (unsigned long long)r.skipped_plan);
+    if (report)
+        *report = r;
+    return st;
+}

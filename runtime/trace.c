@@ -1,0 +1,109 @@
+/*
+ * The decision trace.  VG_GEMM_TRACE=1 writes to stderr, any other non-empty
+ * value (except 0) is a file path opened for append.  One line per decision:
+ *
+ *   vg-trace op=<name> family=<f> path=<p> m=<M> n=<N> k=<K> groups=<G>
+ *            policy=<16 hex> decision=<measure|reuse|heuristic> plan=<id>
+ *            measured=<shapes measured on this device so far> frozen=<0|1>
+ *
+ * (on one line).  Two other kinds of line share the stream, with their own
+ * prefixes so that a parser of decision lines skips them:
+ *   vg-trace-note why=<reason> op=... family=... path=... m=... n=... k=... groups=... policy=...
+ *     a measurement refused for a reason the decision line cannot show
+ *     (today: the stream was capturing a CUDA graph);
+ *   vg-trace-lut action=import file=<path> applied=<n> skipped_arch=<n>
+ *                skipped_policy=<n> skipped_plan=<n>
+ *
+ * Each line is formatted into a buffer and written with one write() on an
+ * O_APPEND descriptor, so lines of concurrent threads (and processes) do not
+ * interleave.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+void vg_trace_init_from_env(vg_trace *t)
+{
+    atomic_init(&t->fd, -1);
+    t->owned = 0;
+    const char *env = getenv("VG_GEMM_TRACE");
+    if (env && *env && vg_trace_open(t, env) != VG_OK)
+        fprintf(stderr, "voltgate: VG_GEMM_TRACE ignored: %s\n", vg_last_error());
+}
+
+void vg_trace_close(vg_trace *t)
+{
+    int fd = atomic_exchange(&t->fd, -1);
+    if (fd >= 0 && t->owned)
+        close(fd);
+    t->owned = 0;
+}
+
+vg_status vg_trace_open(vg_trace *t, const char *target)
+{
+    vg_trace_close(t);
+    if (!target || !*target || strcmp(target, "0") == 0)
+        return VG_OK;
+    if (strcmp(target, "1") == 0) {
+        atomic_store(&t->fd, STDERR_FILENO);
+        return VG_OK;
+    }
+    int fd = open(target, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return vg_fail(VG_ERR_IO, "trace %s: %s", target, strerror(errno));
+    t->owned = 1;
+    atomic_store(&t->fd, fd);
+    return VG_OK;
+}
+
+void vg_trace_line(vg_trace *t, const char *fmt, ...)
+{
+    int fd = atomic_load_explicit(&t->fd, memory_order_relaxed);
+    if (fd < 0)
+        return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(buf, sizeof buf - 1, fmt, ap);
+    va_end(ap);
+    if (len < 0)
+        return;
+    if ((size_t)len > sizeof buf - 2)
+        len = (int)sizeof buf - 2;
+    buf[len++] = '\n';
+    /* One write per line; a short write to a pipe is not retried, so a
+     * line is either whole or cut, never mixed with another. */
+    ssize_t w;
+    do {
+        w = write(fd, buf, (size_t)len);
+    } while (w < 0 && errno == EINTR);
+}
+
+vg_status vg_trace_set(vg_device *dev, const char *target)
+{
+    if (!dev)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_trace_set: dev is NULL");
+    return vg_trace_open(&dev->trace, target);
+}
+
+void vg_trace_decision(vg_device *dev, const char *op, const vg_gemm_args *args,
+                       const vg_choice *c, uint64_t policy_hash)
+{
+    if (!vg_trace_on(&dev->trace))
+        return;
+    vg_trace_line(&dev->trace,
+                  "vg-trace op=%s family=%s path=%s m=%d n=%d k=%d groups=%d policy=%016llx "
+                  "decision=%s plan=%s measured=%llu frozen=%d",
+                  op, vg_family_name(args->w.family), vg_path_name(c->path), (int)args->m,
+                  (int)args->w.n, (int)args->w.k, (int)args->w.groups,
+                  (unsigned long long)policy_hash, vg_decision_name(c->decision),
+                  c->plan ? c->plan->id : "none",
+                  (unsigned long long)atomic_load(&dev->tuning.measured_total),
+                  atomic_load(&dev->tuning.frozen) ? 1 : 0);
+}

@@ -1,0 +1,391 @@
+/*
+ * The dispatch decision on the cpu backend: measure / reuse / heuristic,
+ * the scripted timer choosing winners, the tuning limits, tuning off, the
+ * capture refusal, the grouped -> loop switch, plans by id, workspace.
+ */
+#include <math.h>
+
+#include "test_decision_util.h"
+#include "voltgate/quant.h"
+#include "voltgate/reference.h"
+
+#define N 64
+#define K 128
+
+/* Measure picks exactly the scripted winner, with its time; the same shape
+ * again is reuse without timing anything. */
+static void measure_then_reuse(void **state)
+{
+    (void)state;
+    for (int offset = 0; offset < 3; offset++) {
+        script s = {.stride = 1, .offset = offset};
+        vg_device *dev = open_cpu(&s);
+        test_layer l;
+        layer_open(&l, dev, VG_FAMILY_FP8, VG_PATH_DENSE, N, K, 1, 8);
+        vg_gemm_args a = layer_call(&l, 3);
+        const vg_plan *cand[64];
+        size_t ncand = cpu_candidates(VG_FAMILY_FP8, VG_PATH_DENSE, 3, cand, 64);
+        assert_true(ncand >= 2);
+
+        vg_dispatch_info info = gemm_ok(dev, &a);
+        assert_int_equal(info.decision, VG_DECISION_MEASURE);
+        assert_ptr_equal(info.plan, cand[(3 + (size_t)offset) % ncand]);
+        vgtest_assert_near(info.measured_us, 1.0, 0.0);
+        assert_int_equal(atomic_load(&s.calls), (int)ncand);
+        assert_int_equal(measured_total(dev), 1);
+
+        info = gemm_ok(dev, &a);
+        assert_int_equal(info.decision, VG_DECISION_REUSE);
+        assert_ptr_equal(info.plan, cand[(3 + (size_t)offset) % ncand]);
+        assert_int_equal(atomic_load(&s.calls), (int)ncand);
+        assert_int_equal(measured_total(dev), 1);
+        layer_close(&l);
+        vg_device_close(dev);
+    }
+}
+
+/* Every row count is its own shape: each one measured once, with its own
+ * winner. */
+static void each_rows_value_is_a_shape(void **state)
+{
+    (void)state;
+    script s = {.stride = 1};
+    vg_device *dev = open_cpu(&s);
+    test_layer l;
+    layer_open(&l, dev, VG_FAMILY_AWQ, VG_PATH_DENSE, N, K, 1, 20);
+    for (int32_t m = 1; m <= 20; m++) {
+        vg_gemm_args a = layer_call(&l, m);
+        vg_dispatch_info info = gemm_ok(dev, &a);
+        assert_int_equal(info.decision, VG_DECISION_MEASURE);
+        assert_ptr_equal(info.plan, script_winner(&s, VG_FAMILY_AWQ, VG_PATH_DENSE, m));
+    }
+    assert_int_equal(measured_total(dev), 20);
+    for (int32_t m = 1; m <= 20; m++) {
+        vg_gemm_args a = layer_call(&l, m);
+        vg_dispatch_info info = gemm_ok(dev, &a);
+        assert_int_equal(info.decision, VG_DECISION_REUSE);
+        assert_ptr_equal(info.plan, script_winner(&s, VG_FAMILY_AWQ, VG_PATH_DENSE, m));
+    }
+    assert_int_equal(measured_total(dev), 20);
+    layer_close(&l);
+    vg_device_close(dev);
+}
+
+/* Beyond the tuning limits (dense M > 64, > 128 rows per group): the
+ * heuristic, never a measurement. */
+static void beyond_limits_is_heuristic(void **state)
+{
+    (void)state;
+    script s = {.stride = 1};
+    vg_device *dev = open_cpu(&s);
+    test_layer d, g;
+    layer_open(&d, dev, VG_FAMILY_FP16, VG_PATH_DENSE, N, K, 1, VG_TUNE_MAX_DENSE_M + 1);
+    layer_open(&g, dev, VG_FAMILY_FP8, VG_PATH_GROUPED, N, K, 2, VG_TUNE_MAX_GROUP_TOKENS + 1);
+
+    vg_gemm_args a = layer_call(&d, VG_TUNE_MAX_DENSE_M);
+    assert_int_equal(gemm_ok(dev, &a).decision, VG_DECISION_MEASURE);
+    a = layer_call(&d, VG_TUNE_MAX_DENSE_M + 1);
+    vg_dispatch_info info = gemm_ok(dev, &a);
+    assert_int_equal(info.decision, VG_DECISION_HEURISTIC);
+    assert_ptr_equal(info.plan, vg_cpu_heuristic(VG_FAMILY_FP16, VG_PATH_DENSE,
+                                                 VG_TUNE_MAX_DENSE_M + 1, N, K));
+
+    a = layer_call(&g, VG_TUNE_MAX_GROUP_TOKENS);
+    info = gemm_ok(dev, &a);
+    assert_int_equal(info.decision, VG_DECISION_MEASURE);
+    assert_int_equal(info.path, VG_PATH_LOOP);
+    a = layer_call(&g, VG_TUNE_MAX_GROUP_TOKENS + 1);
+    info = gemm_ok(dev, &a);
+    assert_int_equal(info.decision, VG_DECISION_HEURISTIC);
+    assert_int_equal(info.path, VG_PATH_LOOP);
+    assert_ptr_equal(info.plan, vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_LOOP,
+                                                 VG_TUNE_MAX_GROUP_TOKENS + 1, N, K));
+    assert_int_equal(measured_total(dev), 2);
+    layer_close(&d);
+    layer_close(&g);
+    vg_device_close(dev);
+}
+
+/* fp8_tune_small_shapes=false: heuristic, nothing timed. */
+static void tuning_off_is_heuristic(void **state)
+{
+    (void)state;
+    script s = {.stride = 1};
+    vg_device *dev = open_cpu(&s);
+    vg_config *cfg = parse_cfg("{\"sm70_fp8\":{\"native\":{\"fp8_tune_small_shapes\":false}}}");
+    test_layer l;
+    layer_open(&l, dev, VG_FAMILY_MXFP4, VG_PATH_DENSE, N, K, 1, 4);
+    assert_int_equal(vg_policy_enter(dev, cfg), VG_OK);
+    vg_gemm_args a = layer_call(&l, 4);
+    vg_dispatch_info info = gemm_ok(dev, &a);
+    assert_int_equal(info.decision, VG_DECISION_HEURISTIC);
+    assert_string_equal(info.why, "tuning off");
+    assert_ptr_equal(info.plan, vg_cpu_heuristic(VG_FAMILY_MXFP4, VG_PATH_DENSE, 4, N, K));
+    assert_int_equal(atomic_load(&s.calls), 0);
+    assert_int_equal(vg_policy_leave(), VG_OK);
+    layer_close(&l);
+    vg_config_free(cfg);
+    vg_device_close(dev);
+}
+
+/* While the stream captures: no measurement; the next larger measured
+ * shape when there is one, else the heuristic; the trace says why. */
+static void capture_refuses_measure(void **state)
+{
+    (void)state;
+    char *dir = vgtest_mkdtemp();
+    char trace[600];
+    snprintf(trace, sizeof trace, "%s/trace", dir);
+    script s = {.stride = 1};
+    vg_device *dev = open_cpu(&s);
+    assert_int_equal(vg_trace_set(dev, trace), VG_OK);
+    test_layer l;
+    layer_open(&l, dev, VG_FAMILY_NVFP4, VG_PATH_DENSE, N, K, 1, 8);
+
+    vg_gemm_args a = layer_call(&l, 6);
+    vg_dispatch_info measured = gemm_ok(dev, &a);   /* M=6 measured, before capture */
+    assert_int_equal(measured.decision, VG_DECISION_MEASURE);
+    int calls = atomic_load(&s.calls);
+
+    assert_int_equal(vg_device_test_set_capturing(dev, 1), VG_OK);
+    a = layer_call(&l, 2);
+    vg_dispatch_info info = gemm_ok(dev, &a);       /* under 6: reuse M=6's plan */
+    assert_int_equal(info.decision, VG_DECISION_REUSE);
+    assert_string_equal(info.why, "capturing");
+    assert_ptr_equal(info.plan, measured.plan);
+    a = layer_call(&l, 7);
+    info = gemm_ok(dev, &a);                        /* above every measured: heuristic */
+    assert_int_equal(info.decision, VG_DECISION_HEURISTIC);
+    assert_string_equal(info.why, "capturing");
+    assert_ptr_equal(info.plan, vg_cpu_heuristic(VG_FAMILY_NVFP4, VG_PATH_DENSE, 7, N, K));
+    assert_int_equal(atomic_load(&s.calls), calls);
+    assert_int_equal(measured_total(dev), 1);
+
+    assert_int_equal(vg_device_test_set_capturing(dev, 0), VG_OK);
+    info = gemm_ok(dev, &a);                        /* after capture: measured */
+    assert_int_equal(info.decision, VG_DECISION_MEASURE);
+
+    char *text = slurp(trace);
+    assert_non_null(strstr(text, "vg-trace-note why=capturing op=gemm family=nvfp4 path=dense "
+                                 "m=2 n=64 k=128 groups=1 policy="));
+    assert_non_null(strstr(text, "vg-trace-note why=capturing op=gemm family=nvfp4 path=dense "
+                                 "m=7 n=64 k=128"));
+    free(text);
+    layer_close(&l);
+    vg_device_close(dev);
+    vgtest_rmtree(dir);
+    free(dir);
+}
+
+/* fp8_grouped_bmm_decode on: grouped runs as one grouped launch up to 16
+ * tokens per group and as the loop above; off: always the loop. */
+static void grouped_switch(void **state)
+{
+    (void)state;
+    script s = {.stride = 1};
+    vg_device *dev = open_cpu(&s);
+    test_layer l;
+    layer_open(&l, dev, VG_FAMILY_FP8, VG_PATH_GROUPED, N, K, 4, 18);
+    vg_config *on = parse_cfg(CFG_ENGINE);
+    vg_config *off = parse_cfg("{\"sm70_fp8\":{\"native\":{\"fp8_grouped_bmm_decode\":false}}}");
+
+    assert_int_equal(vg_policy_enter(dev, on), VG_OK);
+    for (int32_t t = 1; t <= 18; t++) {
+        vg_gemm_args a = layer_call(&l, t);
+        vg_dispatch_info info = gemm_ok(dev, &a);
+        vg_path want = t <= GROUPED_DECODE_MAX_TOKENS ? VG_PATH_GROUPED : VG_PATH_LOOP;
+        assert_int_equal(info.path, want);
+        assert_int_equal(info.plan->path, want == VG_PATH_GROUPED ? VG_PATH_GROUPED
+                                                                  : VG_PATH_DENSE);
+        assert_ptr_equal(info.plan, script_winner(&s, VG_FAMILY_FP8, want, t));
+    }
+    vg_policy_leave();
+
+    assert_int_equal(vg_policy_enter(dev, off), VG_OK);
+    for (int32_t t = 1; t <= 18; t++) {
+        vg_gemm_args a = layer_call(&l, t);
+        vg_dispatch_info info = gemm_ok(dev, &a);
+        assert_int_equal(info.path, VG_PATH_LOOP);
+        assert_int_equal(info.plan->path, VG_PATH_DENSE);
+    }
+    vg_policy_leave();
+    vg_config_free(on);
+    vg_config_free(off);
+    layer_close(&l);
+    vg_device_close(dev);
+}
+
+/* The call really runs: a real quantized weight through vg_gemm on the
+ * grouped path (rerouted or not) matches the FP64 reference. */
+static void grouped_result_matches_reference(void **state)
+{
+    (void)state;
+    enum { G = 3, T = 5, M = G * T };
+    float *w = malloc(sizeof(float) * G * N * K), *xf = malloc(sizeof(float) * M * K);
+    uint16_t *x = malloc(sizeof(uint16_t) * M * K);
+    float *y = malloc(sizeof(float) * M * N), *wd = malloc(sizeof(float) * G * N * K);
+    double *ref = malloc(sizeof(double) * M * N);
+    unsigned seed = 12345;
+    for (int i = 0; i < G * N * K; i++) {
+        seed = seed * 1103515245u + 12345u;
+        w[i] = ((float)(seed >> 16 & 0x7fff) / 32768.0f - 0.5f);
+    }
+    for (int i = 0; i < M * K; i++) {
+        x[i] = (uint16_t)(0x3000 + (i * 37 % 512));   /* FP16 in [0.125, 0.25) */
+        int e = (x[i] >> 10) & 31, mant = x[i] & 1023;
+        xf[i] = ldexpf(1.0f + (float)mant / 1024.0f, e - 15);
+    }
+    vg_qweight q;
+    assert_int_equal(vg_quantize(VG_FAMILY_FP8, w, G, N, K, &q), VG_OK);
+    assert_int_equal(vg_dequantize(&q.w, wd), VG_OK);
+    int32_t offsets[G + 1];
+    for (int g = 0; g <= G; g++)
+        offsets[g] = g * T;
+    assert_int_equal(vg_reference_gemm(VG_PATH_GROUPED, M, N, K, G, offsets, xf, wd, ref),
+                     VG_OK);
+
+    script s = {.stride = 1};
+    vg_device *dev = open_cpu(&s);
+    const char *cfgs[] = {CFG_ENGINE,
+                          "{\"sm70_fp8\":{\"native\":{\"fp8_grouped_bmm_decode\":false}}}"};
+    for (int c = 0; c < 2; c++) {
+        vg_config *cfg = parse_cfg(cfgs[c]);
+        assert_int_equal(vg_policy_enter(dev, cfg), VG_OK);
+        vg_gemm_args a = {.path = VG_PATH_GROUPED, .m = M, .w = q.w, .offsets = offsets,
+                          .offsets_host = offsets, .x = x, .y = y, .y_dtype = VG_DTYPE_F32};
+        for (int i = 0; i < M * N; i++)
+            y[i] = NAN;
+        vg_dispatch_info info = gemm_ok(dev, &a);
+        assert_int_equal(info.path, c == 0 ? VG_PATH_GROUPED : VG_PATH_LOOP);
+        double norm = 0;
+        for (int i = 0; i < M * N; i++) {
+            vgtest_assert_near(y[i], ref[i], 1e-3 + 1e-3 * fabs(ref[i]));
+            norm += ref[i] * ref[i];
+        }
+        assert_true(norm > 0);
+        vg_policy_leave();
+        vg_config_free(cfg);
+    }
+    vg_device_close(dev);
+    vg_qweight_free(&q);
+    free(w); free(xf); free(x); free(y); free(wd); free(ref);
+}
+
+static void unknown_operator_and_bad_args(void **state)
+{
+    (void)state;
+    vg_device *dev = open_cpu(NULL);
+    test_layer l;
+    layer_open(&l, dev, VG_FAMILY_FP8, VG_PATH_DENSE, N, K, 1, 2);
+    vg_gemm_args a = layer_call(&l, 1);
+    assert_int_equal(vg_gemm(dev, "not_an_op", &a, NULL), VG_ERR_NOT_FOUND);
+    assert_non_null(strstr(vg_last_error(), "not_an_op"));
+    a.x = NULL;
+    assert_int_equal(vg_gemm(dev, "gemm", &a, NULL), VG_ERR_INVALID_ARG);
+    assert_int_equal(vg_gemm(NULL, "gemm", &a, NULL), VG_ERR_INVALID_ARG);
+    assert_int_equal(measured_total(dev), 0);
+    layer_close(&l);
+    vg_device_close(dev);
+}
+
+static void plans_and_with_plan(void **state)
+{
+    (void)state;
+    vg_device *dev = open_cpu(NULL);
+    const vg_plan *got[64], *want[64];
+    size_t count = 0;
+    assert_int_equal(vg_device_plans(dev, VG_FAMILY_FP8, VG_PATH_GROUPED, 4, got, 64, &count),
+                     VG_OK);
+    size_t n = cpu_candidates(VG_FAMILY_FP8, VG_PATH_GROUPED, 4, want, 64);
+    assert_int_equal(count, n);
+    for (size_t i = 0; i < n; i++)
+        assert_ptr_equal(got[i], want[i]);
+
+    test_layer l;
+    layer_open(&l, dev, VG_FAMILY_FP8, VG_PATH_GROUPED, N, K, 2, 4);
+    vg_gemm_args a = layer_call(&l, 4);
+    assert_int_equal(vg_gemm_with_plan(dev, want[0]->id, &a), VG_OK);
+    assert_int_equal(vg_gemm_with_plan(dev, "cpu.no.such.plan", &a), VG_ERR_NOT_FOUND);
+    assert_non_null(strstr(vg_last_error(), "cpu.no.such.plan"));
+    const vg_plan *dense = NULL;
+    for (size_t i = 0; i < vg_cpu_plan_count(); i++)
+        if (vg_cpu_plan_at(i)->path == VG_PATH_DENSE)
+            dense = vg_cpu_plan_at(i);
+    assert_int_equal(vg_gemm_with_plan(dev, dense->id, &a), VG_ERR_UNSUPPORTED);
+    layer_close(&l);
+    vg_device_close(dev);
+}
+
+/* The device workspace serves calls without one; it grows outside capture
+ * and refuses to grow while capturing. */
+static void device_workspace(void **state)
+{
+    (void)state;
+    vg_device *dev = open_cpu(NULL);
+    const vg_plan *sk = NULL;
+    for (size_t i = 0; i < vg_cpu_plan_count(); i++) {
+        const vg_plan *p = vg_cpu_plan_at(i);
+        if (p->path == VG_PATH_DENSE && p->split_k > 1 && (!p->max_rows || p->max_rows >= 16))
+            sk = p;
+    }
+    assert_non_null(sk);
+    /* split_k * 16 rows * n floats > 16 MiB */
+    int32_t n = (int32_t)((17u << 20) / (4u * 16u * (unsigned)sk->split_k)) + 64;
+    test_layer l;
+    layer_open(&l, dev, VG_FAMILY_FP16, VG_PATH_DENSE, n, 8, 1, 16);
+    vg_gemm_args a = layer_call(&l, 16);
+    size_t need = 0;
+    assert_int_equal(vg_cpu_workspace_bytes(sk, &a, &need), VG_OK);
+    assert_true(need > dev->ws_bytes);
+    assert_int_equal(vg_device_test_set_capturing(dev, 1), VG_OK);
+    assert_int_equal(vg_gemm_with_plan(dev, sk->id, &a), VG_ERR_STATE);
+    assert_non_null(strstr(vg_last_error(), "capturing"));
+    assert_int_equal(vg_device_test_set_capturing(dev, 0), VG_OK);
+    assert_int_equal(vg_gemm_with_plan(dev, sk->id, &a), VG_OK);
+    assert_true(dev->ws_bytes >= need);
+    size_t bytes = 0;
+    assert_int_equal(vg_gemm_workspace_bytes(dev, &a, &bytes), VG_OK);
+    assert_true(bytes >= need);
+    layer_close(&l);
+    vg_device_close(dev);
+}
+
+static void decision_names(void **state)
+{
+    (void)state;
+    assert_string_equal(vg_decision_name(VG_DECISION_MEASURE), "measure");
+    assert_string_equal(vg_decision_name(VG_DECISION_REUSE), "reuse");
+    assert_string_equal(vg_decision_name(VG_DECISION_HEURISTIC), "heuristic");
+}
+
+static void cuda_open_fails_cleanly_without_device(void **state)
+{
+    (void)state;
+    if (vgtest_have_cuda()) {
+        print_message("skipped: a CUDA device is present\n");
+        skip();
+    }
+    vg_device *dev = (vg_device *)0x1;
+    assert_int_equal(vg_device_open("cuda", 0, &dev), VG_ERR_NO_DEVICE);
+    assert_null(dev);
+    assert_int_equal(vg_device_open("tpu", 0, &dev), VG_ERR_INVALID_ARG);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(measure_then_reuse),
+        cmocka_unit_test(each_rows_value_is_a_shape),
+        cmocka_unit_test(beyond_limits_is_heuristic),
+        cmocka_unit_test(tuning_off_is_heuristic),
+        cmocka_unit_test(capture_refuses_measure),
+        cmocka_unit_test(grouped_switch),
+        cmocka_unit_test(grouped_result_matches_reference),
+        cmocka_unit_test(unknown_operator_and_bad_args),
+        cmocka_unit_test(plans_and_with_plan),
+        cmocka_unit_test(device_workspace),
+        cmocka_unit_test(decision_names),
+        cmocka_unit_test(cuda_open_fails_cleanly_without_device),
+    };
+    return VGTEST_MAIN("decision", tests);
+}
