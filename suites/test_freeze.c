@@ -1,0 +1,297 @@
+/*
+ * The freeze: after vg_device_freeze_tuning() no call measures, from any
+ * thread, whatever the family, path or shape; the frozen lookup returns the
+ * plan of the next larger measured shape of the same partition, family and
+ * path, or the heuristic, exactly.  And a freeze that lands while threads
+ * are measuring still wins: nothing is measured after it returns.
+ */
+#include <pthread.h>
+
+#include "test_decision_util.h"
+
+#define N 32
+#define K 32
+#define G 2
+#define MAX_TOKENS 140   /* above VG_TUNE_MAX_GROUP_TOKENS */
+#define MAX_DENSE 80     /* above VG_TUNE_MAX_DENSE_M */
+#define THREADS 8
+#define CALLS_PER_THREAD 1500
+
+/* What the test itself remembers of the measurements (the oracle). */
+typedef struct measured_shape {
+    vg_family family;
+    vg_path path;        /* after the reroute */
+    int32_t n, rows;
+    const vg_plan *plan;
+} measured_shape;
+
+typedef struct world {
+    vg_device *dev;
+    script s;
+    /* per family: a dense layer and a grouped layer, at two widths */
+    test_layer dense[VG_FAMILY_COUNT][2], grouped[VG_FAMILY_COUNT][2];
+    measured_shape shapes[512];
+    int nshapes;
+} world;
+
+static const int32_t widths[2] = {N, 2 * N};
+
+static void world_open(world *w)
+{
+    memset(w, 0, sizeof *w);
+    w->s.stride = 1;
+    w->dev = open_cpu(&w->s);
+    for (int f = 0; f < VG_FAMILY_COUNT; f++)
+        for (int i = 0; i < 2; i++) {
+            layer_open(&w->dense[f][i], w->dev, (vg_family)f, VG_PATH_DENSE, widths[i], K, 1,
+                       MAX_DENSE);
+            layer_open(&w->grouped[f][i], w->dev, (vg_family)f, VG_PATH_GROUPED, widths[i], K, G,
+                       MAX_TOKENS);
+        }
+}
+
+static void world_close(world *w)
+{
+    for (int f = 0; f < VG_FAMILY_COUNT; f++)
+        for (int i = 0; i < 2; i++) {
+            layer_close(&w->dense[f][i]);
+            layer_close(&w->grouped[f][i]);
+        }
+    vg_device_close(w->dev);
+}
+
+static uint32_t next_rand(uint32_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 17;
+    *s ^= *s << 5;
+    return *s;
+}
+
+/* One random call: any family, any path, rows on both sides of the limits.
+ * moe gets unequal groups through its own offsets row (offs[3]). */
+static vg_gemm_args random_call(world *w, uint32_t *seed, int32_t *offs)
+{
+    vg_family f = (vg_family)(next_rand(seed) % VG_FAMILY_COUNT);
+    int wi = (int)(next_rand(seed) % 2);
+    vg_path path = (vg_path)(next_rand(seed) % VG_PATH_COUNT);
+    if (path == VG_PATH_DENSE)
+        return layer_call(&w->dense[f][wi], 1 + (int32_t)(next_rand(seed) % MAX_DENSE));
+    int32_t t = 1 + (int32_t)(next_rand(seed) % MAX_TOKENS);
+    vg_gemm_args a = layer_call(&w->grouped[f][wi], t);
+    if (path == VG_PATH_MOE) {
+        /* group 0 takes t rows, group 1 takes a random share up to t */
+        offs[0] = 0;
+        offs[1] = t;
+        offs[2] = t + (int32_t)(next_rand(seed) % (uint32_t)(t + 1));
+        a.m = offs[2];
+        a.offsets = a.offsets_host = offs;
+    }
+    a.path = path;
+    return a;
+}
+
+static vg_path rerouted(const vg_gemm_args *a, int32_t rows)
+{
+    if (a->path == VG_PATH_GROUPED && rows > GROUPED_DECODE_MAX_TOKENS)
+        return VG_PATH_LOOP;
+    return a->path;
+}
+
+/* The spec, written out: what a frozen device must answer for this call. */
+static void expected(const world *w, const vg_gemm_args *a, vg_decision *d, const vg_plan **p)
+{
+    int32_t rows = vg_gemm_max_group_rows(a);
+    vg_path path = rerouted(a, rows);
+    int within = path == VG_PATH_DENSE ? rows <= VG_TUNE_MAX_DENSE_M
+                                       : rows <= VG_TUNE_MAX_GROUP_TOKENS;
+    const measured_shape *best = NULL;
+    for (int i = 0; within && i < w->nshapes; i++) {
+        const measured_shape *m = &w->shapes[i];
+        if (m->family == a->w.family && m->path == path && m->n == a->w.n && m->rows >= rows &&
+            (!best || m->rows < best->rows))
+            best = m;
+    }
+    if (best) {
+        *d = VG_DECISION_REUSE;
+        *p = best->plan;
+    } else {
+        *d = VG_DECISION_HEURISTIC;
+        *p = vg_cpu_heuristic(a->w.family, path, rows, a->w.n, a->w.k);
+    }
+}
+
+/* Measures `count` random shapes before the freeze, remembering winners. */
+static void measure_some(world *w, uint32_t seed, int count)
+{
+    int32_t offs[3];
+    while (w->nshapes < count) {
+        vg_gemm_args a = random_call(w, &seed, offs);
+        vg_dispatch_info info = gemm_ok(w->dev, &a);
+        if (info.decision != VG_DECISION_MEASURE)
+            continue;
+        assert_ptr_equal(info.plan, script_winner(&w->s, a.w.family, info.path,
+                                                  vg_gemm_max_group_rows(&a)));
+        w->shapes[w->nshapes++] = (measured_shape){a.w.family, info.path, a.w.n,
+                                                   vg_gemm_max_group_rows(&a), info.plan};
+    }
+}
+
+/* A fixed, hand-picked case first: measured M = 2, 5, 9; then every M. */
+static void frozen_lookup_exact(void **state)
+{
+    (void)state;
+    world w;
+    world_open(&w);
+    const int32_t ms[] = {2, 5, 9};
+    const vg_plan *won[3];
+    for (int i = 0; i < 3; i++) {
+        vg_gemm_args a = layer_call(&w.dense[VG_FAMILY_FP8][0], ms[i]);
+        vg_dispatch_info info = gemm_ok(w.dev, &a);
+        assert_int_equal(info.decision, VG_DECISION_MEASURE);
+        won[i] = info.plan;
+    }
+    assert_int_equal(vg_device_freeze_tuning(w.dev), VG_OK);
+    int calls = atomic_load(&w.s.calls);
+    for (int32_t m = 1; m <= MAX_DENSE; m++) {
+        vg_gemm_args a = layer_call(&w.dense[VG_FAMILY_FP8][0], m);
+        vg_dispatch_info info = gemm_ok(w.dev, &a);
+        if (m <= 9) {
+            assert_int_equal(info.decision, VG_DECISION_REUSE);
+            assert_ptr_equal(info.plan, won[m <= 2 ? 0 : m <= 5 ? 1 : 2]);
+        } else {
+            assert_int_equal(info.decision, VG_DECISION_HEURISTIC);
+            assert_ptr_equal(info.plan, vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, m, N, K));
+        }
+        /* Another width, another family, another partition: nothing measured there. */
+        a = layer_call(&w.dense[VG_FAMILY_FP8][1], m);
+        assert_int_equal(gemm_ok(w.dev, &a).decision, VG_DECISION_HEURISTIC);
+        a = layer_call(&w.dense[VG_FAMILY_AWQ][0], m);
+        assert_int_equal(gemm_ok(w.dev, &a).decision, VG_DECISION_HEURISTIC);
+    }
+    vg_config *cfg = parse_cfg(CFG_ENGINE);
+    vg_policy_enter(w.dev, cfg);
+    vg_gemm_args a = layer_call(&w.dense[VG_FAMILY_FP8][0], 2);
+    assert_int_equal(gemm_ok(w.dev, &a).decision, VG_DECISION_HEURISTIC);
+    vg_policy_leave();
+    vg_config_free(cfg);
+    assert_int_equal(atomic_load(&w.s.calls), calls);
+
+    vg_tuning_state ts;
+    assert_int_equal(vg_device_tuning_state(w.dev, &ts), VG_OK);
+    assert_int_equal(ts.frozen, 1);
+    assert_int_equal(ts.measured_before_freeze, 3);
+    assert_int_equal(ts.measured_after_freeze, 0);
+    assert_int_equal(ts.measured_total, 3);
+    assert_int_equal(ts.cache_entries, 3);
+    assert_int_equal(vg_device_freeze_tuning(w.dev), VG_OK);   /* idempotent */
+    world_close(&w);
+}
+
+typedef struct worker {
+    world *w;
+    uint32_t seed;
+    atomic_int *measures, *mismatches, *calls;
+    atomic_int *freeze_done;      /* race test: set once the freeze returned */
+    int check_expected;
+} worker;
+
+static void *run_worker(void *p)
+{
+    worker *k = p;
+    int32_t offs[3];
+    for (int i = 0; i < CALLS_PER_THREAD; i++) {
+        vg_gemm_args a = random_call(k->w, &k->seed, offs);
+        int after = k->freeze_done ? atomic_load(k->freeze_done) : 1;
+        vg_dispatch_info info;
+        if (vg_gemm(k->w->dev, op_for(a.path), &a, &info) != VG_OK) {
+            atomic_fetch_add(k->mismatches, 1);
+            continue;
+        }
+        atomic_fetch_add(k->calls, 1);
+        if (info.decision == VG_DECISION_MEASURE && after)
+            atomic_fetch_add(k->measures, 1);
+        if (k->check_expected) {
+            vg_decision d;
+            const vg_plan *plan;
+            expected(k->w, &a, &d, &plan);
+            if (d != info.decision || plan != info.plan)
+                atomic_fetch_add(k->mismatches, 1);
+        }
+    }
+    return NULL;
+}
+
+/* 8 threads, 12000 random calls over every family and path on both sides
+ * of the limits, after the freeze: zero measure, every answer as specified. */
+static void frozen_from_eight_threads(void **state)
+{
+    (void)state;
+    world w;
+    world_open(&w);
+    measure_some(&w, 0x1234567u, 60);
+    assert_int_equal(vg_device_freeze_tuning(w.dev), VG_OK);
+    int timer_calls = atomic_load(&w.s.calls);
+    atomic_int measures = 0, mismatches = 0, calls = 0;
+    pthread_t th[THREADS];
+    worker k[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        k[i] = (worker){.w = &w, .seed = 0x9e3779b9u * (uint32_t)(i + 1), .measures = &measures,
+                        .mismatches = &mismatches, .calls = &calls, .check_expected = 1};
+        pthread_create(&th[i], NULL, run_worker, &k[i]);
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(atomic_load(&calls), THREADS * CALLS_PER_THREAD);
+    assert_int_equal(atomic_load(&measures), 0);
+    assert_int_equal(atomic_load(&mismatches), 0);
+    assert_int_equal(atomic_load(&w.s.calls), timer_calls);
+    vg_tuning_state ts;
+    vg_device_tuning_state(w.dev, &ts);
+    assert_int_equal(ts.measured_after_freeze, 0);
+    assert_int_equal(ts.measured_total, 60);
+    world_close(&w);
+}
+
+/* The freeze lands while 8 threads are measuring: no call that starts after
+ * the freeze returned measures, and no measurement is recorded after it. */
+static void freeze_races_measurements(void **state)
+{
+    (void)state;
+    world w;
+    world_open(&w);
+    atomic_int measures = 0, mismatches = 0, calls = 0, done = 0;
+    pthread_t th[THREADS];
+    worker k[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        k[i] = (worker){.w = &w, .seed = 0x85ebca6bu * (uint32_t)(i + 3), .measures = &measures,
+                        .mismatches = &mismatches, .calls = &calls, .freeze_done = &done};
+        pthread_create(&th[i], NULL, run_worker, &k[i]);
+    }
+    while (atomic_load(&calls) < THREADS * 50)   /* let measurements start */
+        ;
+    assert_int_equal(vg_device_freeze_tuning(w.dev), VG_OK);
+    vg_tuning_state at_freeze;
+    vg_device_tuning_state(w.dev, &at_freeze);
+    atomic_store(&done, 1);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(atomic_load(&mismatches), 0);
+    assert_int_equal(atomic_load(&measures), 0);
+    vg_tuning_state ts;
+    vg_device_tuning_state(w.dev, &ts);
+    assert_true(at_freeze.measured_before_freeze > 0);
+    assert_int_equal(ts.measured_total, at_freeze.measured_before_freeze);
+    assert_int_equal(ts.measured_after_freeze, 0);
+    world_close(&w);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(frozen_lookup_exact),
+        cmocka_unit_test(frozen_from_eight_threads),
+        cmocka_unit_test(freeze_races_measurements),
+    };
+    return VGTEST_MAIN("freeze", tests);
+}
