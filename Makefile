@@ -87,6 +87,8 @@ TOOL := $(BUILD)/bin/voltgate
 
 .PHONY: all check regress deps clean suites print-config sanitize coverage fuzz
 .DEFAULT_GOAL := all
+# Keep the suites' objects: they are intermediate files of a chain.
+.SECONDARY:
 
 all: $(LIB_A) $(LIB_SO) $(TOOL)
 

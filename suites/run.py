@@ -140,12 +140,6 @@ def run_python_tests(test_dir, tally, verbose):
         return
     loader = unittest.TestLoader()
     suite = loader.discover(test_dir, pattern="test_*.py", top_level_dir=test_dir)
-    result = unittest.TestResult()
-    start = time.time()
-    suite.run(result)
-    fails = {id(t): msg for t, msg in result.failures + result.errors}
-    skips = {id(t) for t, _ in result.skipped}
-
     def walk(s):
         for t in s:
             if isinstance(t, unittest.TestSuite):
@@ -153,8 +147,16 @@ def run_python_tests(test_dir, tally, verbose):
             else:
                 yield t
 
+    # TestSuite.run() drops each test once it has run: list them first.
+    tests = list(walk(suite))
+    result = unittest.TestResult()
+    start = time.time()
+    suite.run(result)
+    fails = {id(t): msg for t, msg in result.failures + result.errors}
+    skips = {id(t) for t, _ in result.skipped}
+
     n = {"pass": 0, "fail": 0, "skip": 0}
-    for t in walk(suite):
+    for t in tests:
         if id(t) in fails:
             verdict, detail = "fail", fails[id(t)].strip().splitlines()[-1]
         elif id(t) in skips:
@@ -165,7 +167,7 @@ def run_python_tests(test_dir, tally, verbose):
         tally.add("python:" + test_dir, t.id(), verdict, detail)
     # Loader errors (a test module that does not import) are failures too.
     for t, msg in result.errors:
-        if not any(t is x for x in walk(suite)):
+        if not any(t is x for x in tests):
             n["fail"] += 1
             tally.add("python:" + test_dir, str(t), "fail", msg.strip().splitlines()[-1])
     print(f"[==========] python {test_dir}: {sum(n.values())} test(s) run.")
