@@ -75,6 +75,24 @@ class MannWhitney(unittest.TestCase):
         with self.assertRaises(ValueError):
             stats.mann_whitney_u([], [1.0])
 
+    def test_bisect_step_agrees(self):
+        # ci/bisect-step carries its own copy (it must run from outside the
+        # tree); it must give the normal approximation's p-value.
+        import importlib.machinery
+        import importlib.util
+        import random
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "ci", "bisect-step")
+        loader = importlib.machinery.SourceFileLoader("bisect_step", path)
+        spec = importlib.util.spec_from_loader("bisect_step", loader)
+        mod = importlib.util.module_from_spec(spec)
+        loader.exec_module(mod)
+        rng = random.Random(2)
+        for n1, n2 in ((9, 9), (30, 12), (50, 50)):
+            x = [round(rng.gauss(10, 1), 1) for _ in range(n1)]     # rounded: ties happen
+            y = [round(rng.gauss(10.5, 1), 1) for _ in range(n2)]
+            self.assertAlmostEqual(mod.mann_whitney_p(x, y), stats.mann_whitney_u(x, y, "normal")[1], places=12)
+            self.assertEqual(mod.median(x), stats.median(x))
+
     def test_median(self):
         self.assertEqual(stats.median([3, 1, 2]), 2)
         self.assertEqual(stats.median([4, 1, 3, 2]), 2.5)

@@ -1,0 +1,127 @@
+#!/bin/bash
+# test_bisect.sh: git bisect run with ci/bisect-step names a planted commit.
+#
+# Builds a throwaway git repository in a temp dir with a short history of a
+# tiny shell "kernel" (kernel.conf: its time per call and its result), a
+# build script, a fake bench and a fake golden verify that write the shared
+# JSON formats, driven through bisect-step's documented hooks
+# (--build-cmd, --bench-cmd, --golden-cmd).  History:
+#
+#   c1 good   c2 comment   c3 does not build   c4 fixes the build
+#   c5 SLOW (10 -> 13 us)   c6 comment   c7 WRONG result   c8 comment
+#
+# and checks that bisect names c5 for --perf --max-us, c5 for
+# --baseline-record --max-regression, c7 for --golden, and that the exit
+# codes for an unbuildable commit, a crash, no matching row and a bad call
+# are 125, 125, 125 and 128.  Exit 0 pass, anything else fail.
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+step="$here/ci/bisect-step"
+py=${PYTHON:-/usr/bin/python3}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vg-bisect-test.XXXXXX")
+trap '[ -n "${VG_KEEP_TMP:-}" ] || rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+repo="$tmp/repo"
+mkdir -p "$repo" && cd "$repo" || exit 1
+export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com
+git init -q -b main . 2>/dev/null || git init -q .
+git config commit.gpgsign false
+
+cat > build.sh <<'EOF'
+#!/bin/sh
+# build.sh BUILD: "compiles" the kernel; a config without a valid DELAY_US does not build.
+grep -q '^DELAY_US=[0-9][0-9]*$' kernel.conf || { echo "build.sh: syntax error in kernel.conf" >&2; exit 2; }
+mkdir -p "$1" && cp kernel.conf "$1/kernel.conf"
+EOF
+cat > bench.sh <<'EOF'
+#!/bin/sh
+# bench.sh BUILD JSON: 15 samples per row around the built kernel's DELAY_US.
+. "$1/kernel.conf"
+awk -v d="$DELAY_US" 'function row(name, path, c,   j, s) {
+    s = ""; for (j = 0; j < 15; j++) s = s (j ? "," : "") sprintf("%.4f", c * (1 + ((j * 7) % 15) / 1000.0));
+    return sprintf("{\"name\":\"%s\",\"kind\":\"kernel\",\"path\":\"%s\",\"family\":\"fp8\",\"m\":48,\"n\":1024,\"k\":4096,\"groups\":8,\"tokens\":6,\"plan\":\"p\",\"decision\":\"reuse\",\"samples_us\":[%s],\"median_us\":%.4f,\"min_us\":%.4f,\"max_us\":%.4f,\"bytes\":33554432,\"flops\":402653184,\"bandwidth_fraction\":null,\"max_rel_rms\":null}", name, path, s, c * 1.007, c, c * 1.014) }
+  BEGIN { printf "{\"tool\":\"bench\",\"backend\":\"cpu\",\"gpu\":null,\"driver\":null,\"cuda_version\":null,\"arch_list\":null,\"policy_hash\":null,\"config\":null,\"copy_bandwidth_gbs\":null,\"rows\":[%s,%s]}\n", row("wo_a/grouped/fp8/t6/tune=on", "grouped", d), row("wo_a/loop/fp8/t6/tune=on", "loop", 50) }' > "$2"
+EOF
+cat > golden.sh <<'EOF'
+#!/bin/sh
+# golden.sh BUILD JSON: one golden row, PASS when the kernel's RESULT is 42.
+. "$1/kernel.conf"
+v=FAIL; [ "$RESULT" = 42 ] && v=PASS
+printf '{"tool":"golden-verify","rows":[{"case":"fp8_small","file":"x.h5","family":"fp8","path":"dense","m":1,"n":256,"k":384,"groups":1,"tokens":1,"backend":"cpu","plan":"p0","rel_rms":1e-4,"max_abs":1e-3,"tol_rel_rms":1e-3,"tol_max_abs":0.05,"verdict":"%s"}]}\n' "$v" > "$2"
+[ "$v" = PASS ]
+EOF
+
+commit() { git add -A && git commit -q -m "$1" && git rev-parse HEAD; }
+printf 'DELAY_US=10\nRESULT=42\n' > kernel.conf;                 c1=$(commit "c1: kernel")
+echo "# tuned" >> kernel.conf;                                   c2=$(commit "c2: comment")
+sed -i 's/^DELAY_US=10$/DELAY_US=1O/' kernel.conf;               c3=$(commit "c3: typo, does not build")
+sed -i 's/^DELAY_US=1O$/DELAY_US=10/' kernel.conf;               c4=$(commit "c4: fix the build")
+sed -i 's/^DELAY_US=10$/DELAY_US=13/' kernel.conf;               c5=$(commit "c5: planted slow commit")
+echo "# more" >> kernel.conf;                                    c6=$(commit "c6: comment")
+sed -i 's/^RESULT=42$/RESULT=41/' kernel.conf;                   c7=$(commit "c7: planted wrong commit")
+echo "# last" >> kernel.conf;                                    c8=$(commit "c8: comment")
+
+hooks=(--build "$tmp/build" --build-cmd 'sh build.sh {build}' --bench-cmd 'sh bench.sh {build} {json}'
+       --golden-cmd 'sh golden.sh {build} {json}')
+
+# bisect GOOD BAD ARGS...: runs a whole bisect, prints the first bad commit.
+bisect() {
+    local good=$1 bad=$2
+    shift 2
+    git bisect start "$bad" "$good" >/dev/null 2>&1
+    git bisect run "$step" "$@" > "$tmp/bisect.log" 2>&1
+    local first
+    first=$(git rev-parse -q --verify refs/bisect/bad 2>/dev/null)
+    grep -q "is the first bad commit" "$tmp/bisect.log" || first="none"
+    git bisect reset >/dev/null 2>&1
+    echo "$first"
+}
+
+# 1. --perf with a fixed limit.
+got=$(bisect "$c1" "$c8" --perf 'path=grouped,family=fp8,tokens=6' --max-us 11.5 "${hooks[@]}")
+[ "$got" = "$c5" ] || { fail "--perf --max-us named ${got:0:10}, want c5 ${c5:0:10}"; tail -30 "$tmp/bisect.log"; }
+
+# 2. --baseline-record: a record of c1 made by reports/record.py.
+git checkout -q "$c1"
+sh build.sh "$tmp/build" && sh bench.sh "$tmp/build" "$tmp/c1-bench.json"
+record=$("$py" "$here/reports/record.py" --bench-json "$tmp/c1-bench.json" --history "$tmp/history" --repo "$repo")
+git checkout -q main 2>/dev/null || git checkout -q master
+[ -f "$record" ] || fail "record.py wrote no record"
+got=$(bisect "$c1" "$c8" --baseline-record "$record" --max-regression 5% "${hooks[@]}")
+[ "$got" = "$c5" ] || { fail "--baseline-record named ${got:0:10}, want c5 ${c5:0:10}"; tail -30 "$tmp/bisect.log"; }
+
+# 3. --golden.
+got=$(bisect "$c1" "$c8" --golden "${hooks[@]}")
+[ "$got" = "$c7" ] || { fail "--golden named ${got:0:10}, want c7 ${c7:0:10}"; tail -30 "$tmp/bisect.log"; }
+
+# 4. Exit codes of single steps.
+expect() {   # expect CODE COMMIT ARGS...
+    local want=$1 at=$2
+    shift 2
+    git checkout -q "$at"
+    "$step" "$@" > "$tmp/step.log" 2>&1
+    local rc=$?
+    [ "$rc" = "$want" ] || { fail "bisect-step $* at ${at:0:7}: exit $rc, want $want"; tail -5 "$tmp/step.log"; }
+}
+expect 125 "$c3" --golden "${hooks[@]}"                                          # does not build
+expect 125 "$c4" --perf 'tokens=99' --max-us 5 "${hooks[@]}"                     # no matching row
+expect 125 "$c4" --golden "${hooks[@]}" --golden-cmd 'kill -SEGV $$'             # the tool crashes
+expect 125 "$c4" --golden "${hooks[@]}" --golden-cmd 'exit 77'                   # the tool skips
+expect 0 "$c4" --golden "${hooks[@]}"
+expect 1 "$c7" --golden "${hooks[@]}"
+expect 0 "$c4" --baseline-record "$record" --max-regression 5% "${hooks[@]}"
+expect 1 "$c5" --baseline-record "$record" --max-regression 5% "${hooks[@]}"
+expect 0 "$c5" --baseline-record "$record" --max-regression 40% "${hooks[@]}"
+expect 128 "$c4" --perf 'colour=red' --max-us 5 "${hooks[@]}"                    # bad call
+expect 128 "$c4" --baseline-record "$tmp/nope.json" "${hooks[@]}"                # no baseline
+expect 128 "$c4" --max-us 5 "${hooks[@]}"                                        # no mode
+cd "$here"
+
+if [ "$fails" -ne 0 ]; then
+    echo "test_bisect: $fails check(s) failed"
+    exit 1
+fi
+echo "test_bisect: bisect named the planted slow (c5) and wrong (c7) commits; exit codes 0/1/125/128 right"
+exit 0
