@@ -320,6 +320,11 @@ static vg_status parse_lut(const char *file, const char *buf, size_t len, lut_en
     int hlen = snprintf(want, sizeof want, "%s %d\n", LUT_MAGIC, LUT_VERSION);
     if (strlen(buf) != len)
         return vg_fail(VG_ERR_FORMAT, "lut %s: not a voltgate LUT (binary data)", file);
+    if (len == 0)
+        return vg_fail(VG_ERR_FORMAT, "lut %s: truncated: the file is empty", file);
+    if (len < (size_t)hlen && memcmp(buf, want, len) == 0)
+        return vg_fail(VG_ERR_FORMAT, "lut %s: truncated: the file ends inside the header line",
+                       file);
     if (len < (size_t)hlen || memcmp(buf, want, (size_t)hlen) != 0) {
         if (strncmp(buf, LUT_MAGIC " ", strlen(LUT_MAGIC) + 1) == 0)
             return vg_fail(VG_ERR_FORMAT, "lut %s: line 1: unsupported version (this build reads %d)",

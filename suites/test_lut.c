@@ -1,0 +1,432 @@
+/*
+ * The LUT: round trip, partition filters, arch and policy mismatch, stale
+ * plans, corrupted / truncated / checksum-mismatch files (nothing applied),
+ * imported entries in the frozen lookup, and the atomic write under a
+ * simulated crash before the rename.
+ */
+#include <inttypes.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test_decision_util.h"
+
+#define N 64
+#define K 128
+
+/* FNV-1a 64 again, so the test can forge files with a valid checksum. */
+static uint64_t fnv(const char *s, size_t len)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* Replaces the checksum line of `text` by a correct one; returns a new string. */
+static char *reseal(const char *text)
+{
+    const char *sum = strstr(text, "checksum fnv1a64=");
+    assert_non_null(sum);
+    size_t body = (size_t)(sum - text);
+    char *out = malloc(body + 64);
+    memcpy(out, text, body);
+    sprintf(out + body, "checksum fnv1a64=%016" PRIx64 "\n", fnv(text, body));
+    return out;
+}
+
+/* Replaces every `from` with `to` (same or different length). */
+static char *replace_all(const char *text, const char *from, const char *to)
+{
+    size_t cap = strlen(text) * 2 + 64, n = 0;
+    char *out = malloc(cap);
+    size_t fl = strlen(from), tl = strlen(to);
+    for (const char *p = text; *p;) {
+        if (strncmp(p, from, fl) == 0) {
+            memcpy(out + n, to, tl);
+            n += tl;
+            p += fl;
+        } else {
+            out[n++] = *p++;
+        }
+    }
+    out[n] = '\0';
+    return out;
+}
+
+typedef struct fixture {
+    char *dir;
+    char lut[600], trace[600];
+    vg_config *engine;
+    uint64_t engine_hash;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    f->dir = vgtest_mkdtemp();
+    snprintf(f->lut, sizeof f->lut, "%s/cache.lut", f->dir);
+    snprintf(f->trace, sizeof f->trace, "%s/trace.log", f->dir);
+    f->engine = parse_cfg("{\"sm70_fp8\":{\"native\":{\"fp8_coordinated_tuning\":true}}}");
+    vg_config_policy_hash(f->engine, &f->engine_hash);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    vg_config_free(f->engine);
+    vgtest_rmtree(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+/* Measures dense fp8 M=1..4 in the default partition and grouped awq
+ * 1..3 tokens in the engine's: 7 entries. */
+static vg_device *tuned_device(fixture *f, script *s, test_layer *d, test_layer *g)
+{
+    vg_device *dev = open_cpu(s);
+    layer_open(d, dev, VG_FAMILY_FP8, VG_PATH_DENSE, N, K, 1, 8);
+    layer_open(g, dev, VG_FAMILY_AWQ, VG_PATH_GROUPED, N, K, 2, 8);
+    for (int32_t m = 1; m <= 4; m++) {
+        vg_gemm_args a = layer_call(d, m);
+        assert_int_equal(gemm_ok(dev, &a).decision, VG_DECISION_MEASURE);
+    }
+    vg_policy_enter(dev, f->engine);
+    for (int32_t t = 1; t <= 3; t++) {
+        vg_gemm_args a = layer_call(g, t);
+        assert_int_equal(gemm_ok(dev, &a).decision, VG_DECISION_MEASURE);
+    }
+    vg_policy_leave();
+    return dev;
+}
+
+static uint64_t entries(vg_device *dev)
+{
+    vg_tuning_state ts;
+    vg_device_tuning_state(dev, &ts);
+    return ts.cache_entries;
+}
+
+static void round_trip(void **state)
+{
+    fixture *f = *state;
+    script s = {.stride = 1, .offset = 1};
+    test_layer d, g;
+    vg_device *dev = tuned_device(f, &s, &d, &g);
+    assert_int_equal(vg_lut_export(dev, f->lut, 0), VG_OK);
+    char *text = slurp(f->lut);
+    assert_true(strncmp(text, "voltgate-lut 1\n", 15) == 0);
+    assert_non_null(strstr(text, "entry arch=0 policy="));
+    assert_non_null(strstr(text, " family=awq path=grouped n=64 k=128 groups=2 rows=3 plan="));
+
+    script s2 = {.stride = 1};
+    vg_device *fresh = open_cpu(&s2);
+    assert_int_equal(vg_trace_set(fresh, f->trace), VG_OK);
+    vg_lut_report r;
+    assert_int_equal(vg_lut_import(fresh, f->lut, 0, &r), VG_OK);
+    assert_int_equal(r.applied, 7);
+    assert_int_equal(r.skipped_arch + r.skipped_policy + r.skipped_plan, 0);
+    char *tr = slurp(f->trace);
+    assert_non_null(strstr(tr, "vg-trace-lut action=import file="));
+    assert_non_null(strstr(tr, " applied=7 skipped_arch=0 skipped_policy=0 skipped_plan=0\n"));
+    free(tr);
+
+    /* Every imported shape is reuse with the plan measured on `dev`. */
+    for (int32_t m = 1; m <= 4; m++) {
+        vg_gemm_args a = layer_call(&d, m);
+        vg_dispatch_info info = gemm_ok(fresh, &a);
+        assert_int_equal(info.decision, VG_DECISION_REUSE);
+        assert_ptr_equal(info.plan, script_winner(&s, VG_FAMILY_FP8, VG_PATH_DENSE, m));
+    }
+    vg_policy_enter(fresh, f->engine);
+    for (int32_t t = 1; t <= 3; t++) {
+        vg_gemm_args a = layer_call(&g, t);
+        vg_dispatch_info info = gemm_ok(fresh, &a);
+        assert_int_equal(info.decision, VG_DECISION_REUSE);
+        assert_ptr_equal(info.plan, script_winner(&s, VG_FAMILY_AWQ, VG_PATH_GROUPED, t));
+    }
+    vg_policy_leave();
+    assert_int_equal(atomic_load(&s2.calls), 0);
+    assert_int_equal(measured_total(fresh), 0);   /* imported is not measured */
+
+    /* Exporting the imported cache gives the same bytes. */
+    char again[700];
+    snprintf(again, sizeof again, "%s/again.lut", f->dir);
+    assert_int_equal(vg_lut_export(fresh, again, 0), VG_OK);
+    char *text2 = slurp(again);
+    assert_string_equal(text, text2);
+    free(text2);
+
+    /* Exporting one partition writes only its entries. */
+    assert_int_equal(vg_lut_export(dev, again, f->engine_hash), VG_OK);
+    text2 = slurp(again);
+    int lines = 0;
+    for (char *p = strstr(text2, "entry "); p; p = strstr(p + 1, "entry "))
+        lines++;
+    assert_int_equal(lines, 3);
+    assert_null(strstr(text2, "family=fp8"));
+    free(text2);
+    free(text);
+    vg_device_close(fresh);
+    layer_close(&d);
+    layer_close(&g);
+    vg_device_close(dev);
+}
+
+static void policy_and_arch_mismatch(void **state)
+{
+    fixture *f = *state;
+    script s = {.stride = 1};
+    test_layer d, g;
+    vg_device *dev = tuned_device(f, &s, &d, &g);
+    assert_int_equal(vg_lut_export(dev, f->lut, 0), VG_OK);
+
+    vg_device *fresh = open_cpu(NULL);
+    vg_lut_report r;
+    assert_int_equal(vg_lut_import(fresh, f->lut, f->engine_hash, &r), VG_OK);
+    assert_int_equal(r.applied, 3);
+    assert_int_equal(r.skipped_policy, 4);
+    assert_int_equal(entries(fresh), 3);
+    vg_device_close(fresh);
+
+    /* The same file as if measured on an sm70. */
+    char *text = slurp(f->lut);
+    char *other = replace_all(text, "entry arch=0 ", "entry arch=70 ");
+    char *sealed = reseal(other);
+    spit(f->lut, sealed, strlen(sealed));
+    fresh = open_cpu(NULL);
+    assert_int_equal(vg_trace_set(fresh, f->trace), VG_OK);
+    assert_int_equal(vg_lut_import(fresh, f->lut, 0, &r), VG_OK);
+    assert_int_equal(r.applied, 0);
+    assert_int_equal(r.skipped_arch, 7);
+    assert_int_equal(entries(fresh), 0);
+    char *tr = slurp(f->trace);
+    assert_non_null(strstr(tr, " applied=0 skipped_arch=7 skipped_policy=0 skipped_plan=0\n"));
+    free(tr);
+    vg_device_close(fresh);
+    free(text);
+    free(other);
+    free(sealed);
+    layer_close(&d);
+    layer_close(&g);
+    vg_device_close(dev);
+}
+
+/* A plan that no longer exists, or that does not apply to its entry, is
+ * skipped, never launched. */
+static void stale_plan(void **state)
+{
+    fixture *f = *state;
+    script s = {.stride = 0, .forced = NULL};
+    test_layer d, g;
+    vg_device *dev = tuned_device(f, &s, &d, &g);
+    assert_int_equal(vg_lut_export(dev, f->lut, 0), VG_OK);
+    char *text = slurp(f->lut);
+    /* stride 0: every dense entry names the first dense candidate */
+    const vg_plan *dense0 = script_winner(&s, VG_FAMILY_FP8, VG_PATH_DENSE, 1);
+    const vg_plan *grouped0 = script_winner(&s, VG_FAMILY_AWQ, VG_PATH_GROUPED, 1);
+    char from[200], to[200];
+    snprintf(from, sizeof from, "plan=%s ", dense0->id);
+    snprintf(to, sizeof to, "plan=cpu.dense.retired.sk9 ");
+    char *gone = replace_all(text, from, to);
+    char *sealed = reseal(gone);
+    spit(f->lut, sealed, strlen(sealed));
+    vg_device *fresh = open_cpu(NULL);
+    vg_lut_report r;
+    assert_int_equal(vg_lut_import(fresh, f->lut, 0, &r), VG_OK);
+    assert_int_equal(r.skipped_plan, 4);
+    assert_int_equal(r.applied, 3);
+    vg_gemm_args a = layer_call(&d, 1);
+    vg_dispatch_info info = gemm_ok(fresh, &a);
+    assert_int_equal(info.decision, VG_DECISION_MEASURE);   /* not the retired plan */
+    vg_device_close(fresh);
+
+    /* A plan that exists but not for that path. */
+    snprintf(from, sizeof from, "plan=%s ", grouped0->id);
+    snprintf(to, sizeof to, "plan=%s ", dense0->id);
+    char *wrong = replace_all(text, from, to);
+    free(sealed);
+    sealed = reseal(wrong);
+    spit(f->lut, sealed, strlen(sealed));
+    fresh = open_cpu(NULL);
+    assert_int_equal(vg_lut_import(fresh, f->lut, 0, &r), VG_OK);
+    assert_int_equal(r.skipped_plan, 3);
+    assert_int_equal(r.applied, 4);
+    vg_device_close(fresh);
+    free(text);
+    free(gone);
+    free(wrong);
+    free(sealed);
+    layer_close(&d);
+    layer_close(&g);
+    vg_device_close(dev);
+}
+
+static void expect_refused(fixture *f, const char *data, size_t len, vg_status want,
+                           const char *msg_part)
+{
+    spit(f->lut, data, len);
+    vg_device *fresh = open_cpu(NULL);
+    vg_lut_report r = {.applied = 99};
+    vg_status st = vg_lut_import(fresh, f->lut, 0, &r);
+    if (st != want || (msg_part && !strstr(vg_last_error(), msg_part)))
+        print_error("got %s: %s (want %s, '%s')\n", vg_status_str(st), vg_last_error(),
+                    vg_status_str(want), msg_part ? msg_part : "");
+    assert_int_equal(st, want);
+    if (msg_part)
+        assert_non_null(strstr(vg_last_error(), msg_part));
+    assert_non_null(strstr(vg_last_error(), f->lut));
+    assert_int_equal(r.applied, 0);
+    assert_int_equal(entries(fresh), 0);
+    vg_device_close(fresh);
+}
+
+static void corrupted_truncated_checksum(void **state)
+{
+    fixture *f = *state;
+    script s = {.stride = 1};
+    test_layer d, g;
+    vg_device *dev = tuned_device(f, &s, &d, &g);
+    assert_int_equal(vg_lut_export(dev, f->lut, 0), VG_OK);
+    char *text = slurp(f->lut);
+    size_t len = strlen(text);
+
+    /* One changed digit in an entry: the checksum catches it. */
+    char *flip = strdup(text);
+    char *rows = strstr(flip, "rows=2");
+    assert_non_null(rows);
+    rows[5] = '7';
+    expect_refused(f, flip, len, VG_ERR_CHECKSUM, "checksum mismatch");
+    /* A damaged checksum line. */
+    strcpy(flip, text);
+    flip[len - 2] = flip[len - 2] == '0' ? '1' : '0';
+    expect_refused(f, flip, len, VG_ERR_CHECKSUM, "checksum mismatch");
+
+    /* Cut short at every length: always refused, nothing applied. */
+    for (size_t cut = 0; cut < len; cut++)
+        expect_refused(f, text, cut, VG_ERR_FORMAT, "truncated");
+
+    /* Not a LUT at all, binary, another version, a bad line behind a good checksum. */
+    expect_refused(f, "hello world\n", 12, VG_ERR_FORMAT, "line 1: not a voltgate LUT");
+    char bin[64] = "voltgate-lut 1\n\0\0\0\0";
+    expect_refused(f, bin, 40, VG_ERR_FORMAT, "binary");
+    char *v2 = replace_all(text, "voltgate-lut 1\n", "voltgate-lut 2\n");
+    char *v2s = reseal(v2);
+    expect_refused(f, v2s, strlen(v2s), VG_ERR_FORMAT, "unsupported version");
+    char *bad = replace_all(text, "groups=2 rows=3", "groups=2 rows=three");
+    char *bads = reseal(bad);
+    expect_refused(f, bads, strlen(bads), VG_ERR_FORMAT, "line ");
+    char *fam = replace_all(text, "family=awq", "family=int3");
+    char *fams = reseal(fam);
+    expect_refused(f, fams, strlen(fams), VG_ERR_FORMAT, "malformed entry");
+
+    vg_device *fresh = open_cpu(NULL);
+    char missing[700];
+    snprintf(missing, sizeof missing, "%s/none.lut", f->dir);
+    assert_int_equal(vg_lut_import(fresh, missing, 0, NULL), VG_ERR_IO);
+    assert_non_null(strstr(vg_last_error(), missing));
+    snprintf(missing, sizeof missing, "%s/no/dir/x.lut", f->dir);
+    assert_int_equal(vg_lut_export(dev, missing, 0), VG_ERR_IO);
+    vg_device_close(fresh);
+    free(text); free(flip); free(v2); free(v2s); free(bad); free(bads); free(fam); free(fams);
+    layer_close(&d);
+    layer_close(&g);
+    vg_device_close(dev);
+}
+
+/* Imported entries count as measured in the frozen lookup. */
+static void imported_serve_frozen_lookup(void **state)
+{
+    fixture *f = *state;
+    script s = {.stride = 1};
+    test_layer d, g;
+    vg_device *dev = tuned_device(f, &s, &d, &g);
+    assert_int_equal(vg_lut_export(dev, f->lut, 0), VG_OK);
+    script s2 = {.stride = 1};
+    vg_device *fresh = open_cpu(&s2);
+    assert_int_equal(vg_lut_import(fresh, f->lut, 0, NULL), VG_OK);
+    assert_int_equal(vg_device_freeze_tuning(fresh), VG_OK);
+    test_layer d8;
+    layer_open(&d8, fresh, VG_FAMILY_FP8, VG_PATH_DENSE, N, K, 1, 8);
+    vg_gemm_args a = layer_call(&d8, 4);
+    vg_dispatch_info info = gemm_ok(fresh, &a);
+    assert_int_equal(info.decision, VG_DECISION_REUSE);
+    assert_ptr_equal(info.plan, script_winner(&s, VG_FAMILY_FP8, VG_PATH_DENSE, 4));
+    a = layer_call(&d8, 5);
+    assert_int_equal(gemm_ok(fresh, &a).decision, VG_DECISION_HEURISTIC);
+    assert_int_equal(atomic_load(&s2.calls), 0);
+    layer_close(&d8);
+    vg_device_close(fresh);
+    layer_close(&d);
+    layer_close(&g);
+    vg_device_close(dev);
+}
+
+static void crash_now(const char *tmp)
+{
+    (void)tmp;
+    _exit(42);
+}
+
+/* The process dies after writing the temporary file, before the rename:
+ * the old LUT is intact and still imports. */
+static void crash_before_rename_keeps_old_file(void **state)
+{
+    fixture *f = *state;
+    script s = {.stride = 1};
+    test_layer d, g;
+    vg_device *dev = tuned_device(f, &s, &d, &g);
+    assert_int_equal(vg_lut_export(dev, f->lut, f->engine_hash), VG_OK);  /* old: 3 entries */
+    char *old = slurp(f->lut);
+
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        vg_lut_before_rename_hook = crash_now;
+        vg_lut_export(dev, f->lut, 0);   /* new: 7 entries; dies before the rename */
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 42);   /* it did die inside the export */
+    char *now = slurp(f->lut);
+    assert_string_equal(now, old);
+    vg_device *fresh = open_cpu(NULL);
+    vg_lut_report r;
+    assert_int_equal(vg_lut_import(fresh, f->lut, 0, &r), VG_OK);
+    assert_int_equal(r.applied, 3);
+    vg_device_close(fresh);
+
+    /* Without the crash the new file replaces the old one. */
+    assert_int_equal(vg_lut_export(dev, f->lut, 0), VG_OK);
+    free(now);
+    now = slurp(f->lut);
+    assert_string_not_equal(now, old);
+    fresh = open_cpu(NULL);
+    assert_int_equal(vg_lut_import(fresh, f->lut, 0, &r), VG_OK);
+    assert_int_equal(r.applied, 7);
+    vg_device_close(fresh);
+    free(old);
+    free(now);
+    layer_close(&d);
+    layer_close(&g);
+    vg_device_close(dev);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(policy_and_arch_mismatch, setup, teardown),
+        cmocka_unit_test_setup_teardown(stale_plan, setup, teardown),
+        cmocka_unit_test_setup_teardown(corrupted_truncated_checksum, setup, teardown),
+        cmocka_unit_test_setup_teardown(imported_serve_frozen_lookup, setup, teardown),
+        cmocka_unit_test_setup_teardown(crash_before_rename_keeps_old_file, setup, teardown),
+    };
+    return VGTEST_MAIN("lut", tests);
+}
