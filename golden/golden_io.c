@@ -1,0 +1,1104 @@
+/*
+ * Golden case files: the HDF5 writer and the validating reader.
+ * golden/SCHEMA.md is the layout; this file must follow it.
+ *
+ * The reader trusts nothing: every attribute is checked for type and range,
+ * every dataset for presence, type class, element size, signedness, rank and
+ * extents (against the attributes) and for its SHA-256 before the data is
+ * handed out.  Sizes are bounded before anything is allocated.  HDF5's own
+ * error printing is switched off for the duration of each call; when an
+ * HDF5 call fails, its error stack is walked into the one-line message.
+ */
+#include "voltgate/golden.h"
+
+#include <errno.h>
+#include <hdf5.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sha256.h"
+#include "voltgate/quant.h"
+
+/* Datasets above this many bytes are chunked and compressed. */
+#define COMPRESS_ABOVE_BYTES (64u * 1024u)
+/* Target size of one chunk. */
+#define CHUNK_TARGET_BYTES (256u * 1024u)
+/* A recipe weight is rebuilt in memory: bound it harder than stored data. */
+#define RECIPE_MAX_ELEMENTS ((size_t)1 << 26)
+
+/* ---- HDF5 error handling ------------------------------------------------------ */
+
+/* Switches HDF5's automatic error printing off and restores it on exit, so
+ * that a caller who had it on gets it back. */
+typedef struct h5_quiet {
+    H5E_auto2_t func;
+    void *data;
+} h5_quiet;
+
+static void quiet_begin(h5_quiet *q)
+{
+    H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+static void quiet_end(const h5_quiet *q)
+{
+    H5Eclear2(H5E_DEFAULT);
+    H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
+}
+
+typedef struct stack_walk {
+    char inner[200];  /* the most specific error (where it began) */
+    char outer[200];  /* the API-level error */
+} stack_walk;
+
+static herr_t walk_cb(unsigned n, const H5E_error2_t *e, void *data)
+{
+    stack_walk *w = data;
+    const char *desc = e->desc ? e->desc : "";
+    if (n == 0)
+        snprintf(w->inner, sizeof w->inner, "%s", desc);
+    snprintf(w->outer, sizeof w->outer, "%s", desc);
+    return 0;
+}
+
+/* One line from HDF5's current error stack, which is then cleared. */
+static void hdf5_message(char *buf, size_t len)
+{
+    stack_walk w;
+    w.inner[0] = w.outer[0] = '\0';
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_cb, &w);
+    H5Eclear2(H5E_DEFAULT);
+    if (!w.inner[0] && !w.outer[0])
+        snprintf(buf, len, "HDF5 call failed");
+    else if (!strcmp(w.inner, w.outer) || !w.outer[0])
+        snprintf(buf, len, "%s", w.inner);
+    else
+        snprintf(buf, len, "%s (%s)", w.outer, w.inner);
+    /* messages end in newlines or carry them inside: keep the one line */
+    for (char *p = buf; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+}
+
+/* vg_fail with the file name in front. */
+static vg_status ffail(const char *file, vg_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static vg_status ffail(const char *file, vg_status s, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return vg_fail(s, "%s: %s", file, msg);
+}
+
+/* ---- element formats of each family ---------------------------------------------- */
+
+typedef struct elem_type {
+    int is_float;      /* H5T_FLOAT vs H5T_INTEGER */
+    int is_signed;
+    size_t size;       /* bytes */
+    const char *format;/* the dataset's `format` attribute */
+} elem_type;
+
+static const elem_type T_F32 = {1, 1, 4, "f32"};
+static const elem_type T_I32 = {0, 1, 4, "i32"};
+static const elem_type T_FP16 = {0, 0, 2, "fp16"};
+
+/* Element type of w_q and w_scale for a family, and the element counts of
+ * their last dimension per row. */
+static elem_type wq_type(vg_family f)
+{
+    switch (f) {
+    case VG_FAMILY_FP16: return (elem_type){0, 0, 2, "fp16"};
+    case VG_FAMILY_FP8: return (elem_type){0, 0, 1, "e4m3"};
+    case VG_FAMILY_AWQ: return (elem_type){0, 0, 4, "awq_int4x8"};
+    case VG_FAMILY_MXFP4:
+    case VG_FAMILY_NVFP4: return (elem_type){0, 0, 1, "e2m1x2"};
+    default: return (elem_type){0, 0, 1, "?"};
+    }
+}
+
+static elem_type wscale_type(vg_family f)
+{
+    switch (f) {
+    case VG_FAMILY_FP8: return (elem_type){1, 1, 4, "f32"};
+    case VG_FAMILY_AWQ: return (elem_type){0, 0, 2, "fp16"};
+    case VG_FAMILY_MXFP4: return (elem_type){0, 0, 1, "e8m0"};
+    case VG_FAMILY_NVFP4: return (elem_type){0, 0, 1, "e4m3"};
+    default: return (elem_type){0, 0, 1, "?"};
+    }
+}
+
+static hid_t h5_file_type(const elem_type *t)
+{
+    if (t->is_float)
+        return H5T_IEEE_F32LE;
+    switch (t->size) {
+    case 1: return t->is_signed ? H5T_STD_I8LE : H5T_STD_U8LE;
+    case 2: return t->is_signed ? H5T_STD_I16LE : H5T_STD_U16LE;
+    case 4: return t->is_signed ? H5T_STD_I32LE : H5T_STD_U32LE;
+    default: return H5T_STD_U64LE;
+    }
+}
+
+static hid_t h5_mem_type(const elem_type *t)
+{
+    if (t->is_float)
+        return H5T_NATIVE_FLOAT;
+    switch (t->size) {
+    case 1: return t->is_signed ? H5T_NATIVE_INT8 : H5T_NATIVE_UINT8;
+    case 2: return t->is_signed ? H5T_NATIVE_INT16 : H5T_NATIVE_UINT16;
+    case 4: return t->is_signed ? H5T_NATIVE_INT32 : H5T_NATIVE_UINT32;
+    default: return H5T_NATIVE_UINT64;
+    }
+}
+
+static const char *type_name(int is_float, int is_signed, size_t size, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%zu", is_float ? "float" : is_signed ? "int" : "uint", size * 8);
+    return buf;
+}
+
+/* ---- the in-memory file ----------------------------------------------------------- */
+
+vg_weight vg_golden_weight(const vg_golden_file *f)
+{
+    vg_weight w;
+    memset(&w, 0, sizeof w);
+    w.family = f->family;
+    w.n = f->n;
+    w.k = f->k;
+    w.groups = f->groups;
+    w.q = f->w_q;
+    w.scale = f->w_scale;
+    w.zero = f->w_zero;
+    w.tensor_scale = f->family == VG_FAMILY_NVFP4 ? f->w_tensor_scale : 1.0f;
+    return w;
+}
+
+vg_status vg_golden_free(vg_golden_file *f)
+{
+    if (!f)
+        return VG_OK;
+    free(f->w_q);
+    free(f->w_scale);
+    free(f->w_zero);
+    free(f->w_dequant);
+    for (int32_t i = 0; i < f->ncases && f->cases; i++) {
+        free(f->cases[i].tokens);
+        free(f->cases[i].offsets);
+        free(f->cases[i].x);
+        free(f->cases[i].y_ref);
+    }
+    free(f->cases);
+    memset(f, 0, sizeof *f);
+    return VG_OK;
+}
+
+static double norm2(const float *y, size_t count)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < count; i++)
+        s += (double)y[i] * (double)y[i];
+    return sqrt(s);
+}
+
+/* ======================================================================= writer */
+
+typedef struct writer {
+    const char *file;  /* the final name, for messages */
+    hid_t fid;
+    vg_status st;      /* first failure; later calls do nothing */
+} writer;
+
+static void wfail_h5(writer *w, const char *what)
+{
+    if (w->st != VG_OK)
+        return;
+    char msg[420];
+    hdf5_message(msg, sizeof msg);
+    w->st = ffail(w->file, VG_ERR_IO, "writing %s: %s", what, msg);
+}
+
+static void put_attr(writer *w, hid_t loc, const char *name, hid_t type, int rank,
+                     const hsize_t *dims, const void *value)
+{
+    if (w->st != VG_OK)
+        return;
+    hid_t space = rank == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(rank, dims, NULL);
+    hid_t attr = space < 0 ? -1 : H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    if (attr < 0 || H5Awrite(attr, type, value) < 0) {
+        char what[96];
+        snprintf(what, sizeof what, "attribute '%s'", name);
+        wfail_h5(w, what);
+    }
+    if (attr >= 0)
+        H5Aclose(attr);
+    if (space >= 0)
+        H5Sclose(space);
+}
+
+static void put_str(writer *w, hid_t loc, const char *name, const char *value)
+{
+    if (w->st != VG_OK)
+        return;
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, strlen(value) + 1);
+    H5Tset_strpad(t, H5T_STR_NULLTERM);
+    put_attr(w, loc, name, t, 0, NULL, value);
+    H5Tclose(t);
+}
+
+static void put_i32(writer *w, hid_t loc, const char *name, int32_t v)
+{
+    put_attr(w, loc, name, H5T_STD_I32LE, 0, NULL, &v);
+}
+
+static void put_u64(writer *w, hid_t loc, const char *name, uint64_t v)
+{
+    put_attr(w, loc, name, H5T_STD_U64LE, 0, NULL, &v);
+}
+
+static void put_f64(writer *w, hid_t loc, const char *name, double v)
+{
+    put_attr(w, loc, name, H5T_IEEE_F64LE, 0, NULL, &v);
+}
+
+/* Writes a dataset with its `format` attribute and its hash attribute
+ * `sha256_<name>` on hash_loc.  Above COMPRESS_ABOVE_BYTES: chunked (whole
+ * trailing rows, about CHUNK_TARGET_BYTES per chunk), shuffle + deflate 6. */
+static void put_dataset(writer *w, hid_t loc, hid_t hash_loc, const char *name,
+                        const elem_type *t, int rank, const hsize_t *dims, const void *data)
+{
+    if (w->st != VG_OK)
+        return;
+    size_t count = 1;
+    for (int i = 0; i < rank; i++)
+        count *= (size_t)dims[i];
+    size_t bytes = count * t->size;
+
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_obj_track_times(dcpl, 0); /* no timestamps: byte-identical files */
+    if (bytes > COMPRESS_ABOVE_BYTES) {
+        /* chunk = the last dimension whole, as many rows of the others as
+         * fit the target, splitting the outermost dimensions first */
+        hsize_t chunk[8];
+        for (int i = 0; i < rank; i++)
+            chunk[i] = dims[i];
+        size_t cbytes = bytes;
+        for (int i = 0; i < rank - 1 && cbytes > CHUNK_TARGET_BYTES; i++) {
+            size_t inner = cbytes / (size_t)chunk[i];
+            hsize_t rows = inner >= CHUNK_TARGET_BYTES ? 1 : CHUNK_TARGET_BYTES / inner;
+            if (rows < 1)
+                rows = 1;
+            if (rows > chunk[i])
+                rows = chunk[i];
+            chunk[i] = rows;
+            cbytes = inner * (size_t)rows;
+        }
+        H5Pset_chunk(dcpl, rank, chunk);
+        H5Pset_shuffle(dcpl);
+        H5Pset_deflate(dcpl, 6);
+    }
+    hid_t space = H5Screate_simple(rank, dims, NULL);
+    hid_t ds = H5Dcreate2(loc, name, h5_file_type(t), space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    char what[96];
+    snprintf(what, sizeof what, "dataset '%s'", name);
+    if (ds < 0 || H5Dwrite(ds, h5_mem_type(t), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
+        wfail_h5(w, what);
+    if (ds >= 0) {
+        put_str(w, ds, "format", t->format);
+        H5Dclose(ds);
+    }
+    H5Sclose(space);
+    H5Pclose(dcpl);
+
+    char hex[65], attr[96];
+    vg_sha256_hex(data, bytes, hex);
+    snprintf(attr, sizeof attr, "sha256_%s", name);
+    put_str(w, hash_loc, attr, hex);
+}
+
+static const char *dtype_name(vg_dtype t) { return t == VG_DTYPE_F16 ? "f16" : "f32"; }
+
+static vg_status check_before_write(const char *file, const vg_golden_file *f)
+{
+    if (!vg_family_name(f->family) || !vg_path_name(f->path))
+        return ffail(file, VG_ERR_INVALID_ARG, "invalid family %d or path %d", (int)f->family,
+                     (int)f->path);
+    if (f->groups < 1 || (f->path == VG_PATH_DENSE && f->groups != 1))
+        return ffail(file, VG_ERR_INVALID_ARG, "groups=%d invalid for path %s", (int)f->groups,
+                     vg_path_name(f->path));
+    if (f->ncases < 1 || !f->cases)
+        return ffail(file, VG_ERR_INVALID_ARG, "no cases to write");
+    if (!f->w_dequant || (f->weights_stored && !f->w_q))
+        return ffail(file, VG_ERR_INVALID_ARG, "weight buffers missing");
+    for (int32_t i = 0; i < f->ncases; i++) {
+        const vg_golden_case *c = &f->cases[i];
+        if (!c->name[0] || !c->x || !c->y_ref || !c->tokens ||
+            (f->path != VG_PATH_DENSE && !c->offsets))
+            return ffail(file, VG_ERR_INVALID_ARG, "case %d is incomplete", (int)i);
+    }
+    return VG_OK;
+}
+
+vg_status vg_golden_write(const char *file, const vg_golden_file *f)
+{
+    if (!file || !f)
+        return vg_fail(VG_ERR_INVALID_ARG, "golden write: NULL argument");
+    vg_status st = check_before_write(file, f);
+    if (st != VG_OK)
+        return st;
+    vg_weight_layout lay;
+    if ((st = vg_weight_layout_of(f->family, f->n, f->k, &lay)) != VG_OK)
+        return ffail(file, st, "%s", vg_last_error());
+
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", file, (long)getpid()) >= sizeof tmp)
+        return vg_fail(VG_ERR_INVALID_ARG, "golden write: file name too long");
+
+    h5_quiet q;
+    quiet_begin(&q);
+    writer w = {file, -1, VG_OK};
+    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+    H5Pset_obj_track_times(fcpl, 0);
+    w.fid = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+    H5Pclose(fcpl);
+    if (w.fid < 0) {
+        char msg[420];
+        hdf5_message(msg, sizeof msg);
+        quiet_end(&q);
+        return ffail(file, VG_ERR_IO, "cannot create %s: %s", tmp, msg);
+    }
+    hid_t root = w.fid;
+    const hsize_t G = (hsize_t)f->groups, N = (hsize_t)f->n, K = (hsize_t)f->k;
+
+    /* root attributes */
+    put_i32(&w, root, "schema_version", VG_GOLDEN_SCHEMA_VERSION);
+    put_str(&w, root, "generator", f->generator[0] ? f->generator : VG_GOLDEN_GENERATOR);
+    put_str(&w, root, "source", f->source[0] ? f->source : "synthetic");
+    put_str(&w, root, "family", vg_family_name(f->family));
+    put_str(&w, root, "path", vg_path_name(f->path));
+    put_i32(&w, root, "N", f->n);
+    put_i32(&w, root, "K", f->k);
+    put_i32(&w, root, "groups", f->groups);
+    put_u64(&w, root, "seed", f->seed);
+    put_str(&w, root, "weights", f->weights_stored ? "stored" : "recipe");
+    put_i32(&w, root, "cases", f->ncases);
+
+    /* the weight */
+    const elem_type tq = wq_type(f->family), ts = wscale_type(f->family);
+    hsize_t dq[3] = {G, N, (hsize_t)(lay.q_bytes / (size_t)N / tq.size)};
+    hsize_t dsc[3] = {G, (hsize_t)lay.scale_rows, (hsize_t)lay.scale_cols};
+    hsize_t dw[3] = {G, N, K}, one = 1;
+    if (f->weights_stored) {
+        put_dataset(&w, root, root, "w_q", &tq, 3, dq, f->w_q);
+        if (lay.scale_bytes)
+            put_dataset(&w, root, root, "w_scale", &ts, 3, dsc, f->w_scale);
+        if (lay.zero_bytes)
+            put_dataset(&w, root, root, "w_zero", &T_FP16, 3, dsc, f->w_zero);
+        if (f->family == VG_FAMILY_NVFP4)
+            put_dataset(&w, root, root, "w_tensor_scale", &T_F32, 1, &one, &f->w_tensor_scale);
+        put_dataset(&w, root, root, "w_dequant", &T_F32, 3, dw, f->w_dequant);
+    } else {
+        /* recipe: only the hashes of what the reader will rebuild */
+        char hex[65];
+        vg_sha256_hex(f->w_q, (size_t)G * lay.q_bytes, hex);
+        put_str(&w, root, "sha256_w_q", hex);
+        if (lay.scale_bytes) {
+            vg_sha256_hex(f->w_scale, (size_t)G * lay.scale_bytes, hex);
+            put_str(&w, root, "sha256_w_scale", hex);
+        }
+        if (lay.zero_bytes) {
+            vg_sha256_hex(f->w_zero, (size_t)G * lay.zero_bytes, hex);
+            put_str(&w, root, "sha256_w_zero", hex);
+        }
+        if (f->family == VG_FAMILY_NVFP4) {
+            vg_sha256_hex(&f->w_tensor_scale, sizeof(float), hex);
+            put_str(&w, root, "sha256_w_tensor_scale", hex);
+        }
+        vg_sha256_hex(f->w_dequant, (size_t)(G * N * K) * sizeof(float), hex);
+        put_str(&w, root, "sha256_w_dequant", hex);
+    }
+
+    /* the cases */
+    hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
+    H5Pset_obj_track_times(gcpl, 0);
+    hid_t cases = w.st == VG_OK ? H5Gcreate2(root, "cases", H5P_DEFAULT, gcpl, H5P_DEFAULT) : -1;
+    if (w.st == VG_OK && cases < 0)
+        wfail_h5(&w, "group 'cases'");
+    for (int32_t i = 0; i < f->ncases && w.st == VG_OK; i++) {
+        const vg_golden_case *c = &f->cases[i];
+        hid_t cg = H5Gcreate2(cases, c->name, H5P_DEFAULT, gcpl, H5P_DEFAULT);
+        if (cg < 0) {
+            char what[96];
+            snprintf(what, sizeof what, "group 'cases/%s'", c->name);
+            wfail_h5(&w, what);
+            break;
+        }
+        const hsize_t M = (hsize_t)c->m;
+        int32_t tpg = c->tokens[0];
+        for (int32_t g = 1; g < f->groups; g++)
+            if (c->tokens[g] != tpg)
+                tpg = -1;
+        put_i32(&w, cg, "M", c->m);
+        put_attr(&w, cg, "tokens", H5T_STD_I32LE, 1, &G, c->tokens);
+        put_i32(&w, cg, "tokens_per_group", tpg);
+        put_str(&w, cg, "y_dtype", dtype_name(c->y_dtype));
+        put_f64(&w, cg, "tol_rel_rms", c->tol_rel_rms);
+        put_f64(&w, cg, "tol_max_abs", c->tol_max_abs);
+        put_f64(&w, cg, "y_ref_norm", norm2(c->y_ref, (size_t)c->m * (size_t)f->n));
+        put_u64(&w, cg, "x_seed", c->x_seed);
+        hsize_t dx[2] = {M, K}, dy[2] = {M, N}, doff = G + 1;
+        put_dataset(&w, cg, cg, "x", &T_FP16, 2, dx, c->x);
+        if (f->path != VG_PATH_DENSE)
+            put_dataset(&w, cg, cg, "offsets", &T_I32, 1, &doff, c->offsets);
+        put_dataset(&w, cg, cg, "y_ref", &T_F32, 2, dy, c->y_ref);
+        H5Gclose(cg);
+    }
+    if (cases >= 0)
+        H5Gclose(cases);
+    H5Pclose(gcpl);
+    if (H5Fclose(w.fid) < 0)
+        wfail_h5(&w, "file (close)");
+    quiet_end(&q);
+
+    if (w.st == VG_OK && rename(tmp, file) != 0)
+        w.st = ffail(file, VG_ERR_IO, "rename from %s: %s", tmp, strerror(errno));
+    if (w.st != VG_OK)
+        unlink(tmp);
+    return w.st;
+}
+
+/* ======================================================================= reader */
+
+typedef struct reader {
+    const char *file;
+    hid_t fid;
+    size_t total_bytes;   /* allocated so far, bounded */
+} reader;
+
+static vg_status rfail_h5(reader *r, vg_status s, const char *what)
+{
+    char msg[420];
+    hdf5_message(msg, sizeof msg);
+    return ffail(r->file, s, "%s: %s", what, msg);
+}
+
+/* Opens attribute `name` on loc, checking it exists. */
+static vg_status open_attr(reader *r, hid_t loc, const char *where, const char *name,
+                           hid_t *out)
+{
+    htri_t ex = H5Aexists(loc, name);
+    if (ex < 0)
+        return rfail_h5(r, VG_ERR_FORMAT, where);
+    if (ex == 0)
+        return ffail(r->file, VG_ERR_FORMAT, "%sattribute '%s' is missing", where, name);
+    *out = H5Aopen(loc, name, H5P_DEFAULT);
+    if (*out < 0) {
+        char what[128];
+        snprintf(what, sizeof what, "%sattribute '%s'", where, name);
+        return rfail_h5(r, VG_ERR_FORMAT, what);
+    }
+    return VG_OK;
+}
+
+/* Number of elements of an attribute (scalar: 1). */
+static hssize_t attr_count(hid_t attr)
+{
+    hid_t sp = H5Aget_space(attr);
+    hssize_t n = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
+    if (sp >= 0)
+        H5Sclose(sp);
+    return n;
+}
+
+/* Integer attribute with `count` elements (1: scalar or [1]) into out[]. */
+static vg_status get_ints(reader *r, hid_t loc, const char *where, const char *name,
+                          int64_t *out, hssize_t count, int is_unsigned64)
+{
+    hid_t a;
+    vg_status st = open_attr(r, loc, where, name, &a);
+    if (st != VG_OK)
+        return st;
+    hid_t t = H5Aget_type(a);
+    int ok = t >= 0 && H5Tget_class(t) == H5T_INTEGER && H5Tget_size(t) <= 8;
+    hssize_t n = attr_count(a);
+    if (!ok || n != count) {
+        if (t >= 0)
+            H5Tclose(t);
+        H5Aclose(a);
+        return ffail(r->file, VG_ERR_FORMAT,
+                     "%sattribute '%s': expected %lld integer(s), found %s with %lld element(s)",
+                     where, name, (long long)count, ok ? "integers" : "a non-integer type",
+                     (long long)n);
+    }
+    H5Tclose(t);
+    herr_t e = H5Aread(a, is_unsigned64 ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64, out);
+    H5Aclose(a);
+    if (e < 0) {
+        char what[128];
+        snprintf(what, sizeof what, "%sattribute '%s'", where, name);
+        return rfail_h5(r, VG_ERR_FORMAT, what);
+    }
+    return VG_OK;
+}
+
+static vg_status get_i32(reader *r, hid_t loc, const char *where, const char *name,
+                         int64_t lo, int64_t hi, int32_t *out)
+{
+    int64_t v;
+    vg_status st = get_ints(r, loc, where, name, &v, 1, 0);
+    if (st != VG_OK)
+        return st;
+    if (v < lo || v > hi)
+        return ffail(r->file, lo == hi ? VG_ERR_FORMAT : VG_ERR_LIMIT,
+                     "%sattribute '%s' = %lld is outside [%lld, %lld]", where, name,
+                     (long long)v, (long long)lo, (long long)hi);
+    *out = (int32_t)v;
+    return VG_OK;
+}
+
+static vg_status get_f64(reader *r, hid_t loc, const char *where, const char *name,
+                         double *out)
+{
+    hid_t a;
+    vg_status st = open_attr(r, loc, where, name, &a);
+    if (st != VG_OK)
+        return st;
+    hid_t t = H5Aget_type(a);
+    int ok = t >= 0 && H5Tget_class(t) == H5T_FLOAT;
+    hssize_t n = attr_count(a);
+    if (t >= 0)
+        H5Tclose(t);
+    if (!ok || n != 1) {
+        H5Aclose(a);
+        return ffail(r->file, VG_ERR_FORMAT, "%sattribute '%s': expected one float", where,
+                     name);
+    }
+    herr_t e = H5Aread(a, H5T_NATIVE_DOUBLE, out);
+    H5Aclose(a);
+    if (e < 0) {
+        char what[128];
+        snprintf(what, sizeof what, "%sattribute '%s'", where, name);
+        return rfail_h5(r, VG_ERR_FORMAT, what);
+    }
+    if (!isfinite(*out))
+        return ffail(r->file, VG_ERR_FORMAT, "%sattribute '%s' is not finite", where, name);
+    return VG_OK;
+}
+
+/* String attribute (fixed or variable length) into buf. */
+static vg_status get_str(reader *r, hid_t loc, const char *where, const char *name, char *buf,
+                         size_t len)
+{
+    hid_t a;
+    vg_status st = open_attr(r, loc, where, name, &a);
+    if (st != VG_OK)
+        return st;
+    hid_t t = H5Aget_type(a);
+    if (t < 0 || H5Tget_class(t) != H5T_STRING || attr_count(a) != 1) {
+        if (t >= 0)
+            H5Tclose(t);
+        H5Aclose(a);
+        return ffail(r->file, VG_ERR_FORMAT, "%sattribute '%s': expected one string", where,
+                     name);
+    }
+    herr_t e;
+    if (H5Tis_variable_str(t) > 0) {
+        char *s = NULL;
+        hid_t mt = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mt, H5T_VARIABLE);
+        e = H5Aread(a, mt, &s);
+        if (e >= 0)
+            snprintf(buf, len, "%s", s ? s : "");
+        if (s)
+            H5free_memory(s);
+        H5Tclose(mt);
+    } else {
+        size_t sz = H5Tget_size(t);
+        if (sz >= len) {
+            H5Tclose(t);
+            H5Aclose(a);
+            return ffail(r->file, VG_ERR_FORMAT, "%sattribute '%s': string of %zu bytes is too long",
+                         where, name, sz);
+        }
+        hid_t mt = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mt, sz + 1);
+        H5Tset_strpad(mt, H5T_STR_NULLTERM);
+        memset(buf, 0, len);
+        e = H5Aread(a, mt, buf);
+        H5Tclose(mt);
+    }
+    H5Tclose(t);
+    H5Aclose(a);
+    if (e < 0) {
+        char what[128];
+        snprintf(what, sizeof what, "%sattribute '%s'", where, name);
+        return rfail_h5(r, VG_ERR_FORMAT, what);
+    }
+    return VG_OK;
+}
+
+static const char *dims_str(int rank, const hsize_t *d, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < rank && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "[%llu]", (unsigned long long)d[i]);
+    if (rank == 0)
+        snprintf(buf, len, "(scalar)");
+    return buf;
+}
+
+/* Reads dataset `name` of loc: checks presence, type, rank and extents
+ * against want[], bounds its size, allocates *out, reads it and checks the
+ * hash attribute sha256_<name> of hash_loc.  `where` prefixes names in
+ * messages ("cases/t06/"). */
+static vg_status get_dataset(reader *r, hid_t loc, hid_t hash_loc, const char *where,
+                             const char *name, const elem_type *t, int rank,
+                             const hsize_t *want, void **out)
+{
+    *out = NULL;
+    htri_t ex = H5Lexists(loc, name, H5P_DEFAULT);
+    if (ex <= 0)
+        return ffail(r->file, VG_ERR_FORMAT, "dataset '%s%s' is missing", where, name);
+    hid_t ds = H5Dopen2(loc, name, H5P_DEFAULT);
+    if (ds < 0) {
+        char what[128];
+        snprintf(what, sizeof what, "dataset '%s%s'", where, name);
+        return rfail_h5(r, VG_ERR_FORMAT, what);
+    }
+    vg_status st = VG_OK;
+    hid_t ft = H5Dget_type(ds), sp = H5Dget_space(ds);
+    char b1[64], b2[64];
+    H5T_class_t cls = ft >= 0 ? H5Tget_class(ft) : H5T_NO_CLASS;
+    size_t size = ft >= 0 ? H5Tget_size(ft) : 0;
+    int is_signed = cls == H5T_INTEGER ? H5Tget_sign(ft) == H5T_SGN_2 : 1;
+    int want_cls = t->is_float ? H5T_FLOAT : H5T_INTEGER;
+    if (cls != (H5T_class_t)want_cls || size != t->size ||
+        (cls == H5T_INTEGER && is_signed != t->is_signed)) {
+        char found[32];
+        if (cls == H5T_FLOAT || cls == H5T_INTEGER)
+            type_name(cls == H5T_FLOAT, is_signed, size, found, sizeof found);
+        else
+            snprintf(found, sizeof found, "a non-numeric type");
+        st = ffail(r->file, VG_ERR_FORMAT, "dataset '%s%s': expected %s (format %s), found %s",
+                   where, name, type_name(t->is_float, t->is_signed, t->size, b1, sizeof b1),
+                   t->format, found);
+        goto done;
+    }
+    int nd = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+    hsize_t dims[8] = {0};
+    if (nd != rank || nd > 8 || H5Sget_simple_extent_dims(sp, dims, NULL) < 0) {
+        st = ffail(r->file, VG_ERR_FORMAT, "dataset '%s%s': expected rank %d, found rank %d",
+                   where, name, rank, nd);
+        goto done;
+    }
+    for (int i = 0; i < rank; i++)
+        if (dims[i] != want[i]) {
+            st = ffail(r->file, VG_ERR_FORMAT,
+                       "dataset '%s%s': extents %s disagree with the attributes (expected %s)",
+                       where, name, dims_str(rank, dims, b1, sizeof b1),
+                       dims_str(rank, want, b2, sizeof b2));
+            goto done;
+        }
+    /* the size bound, before allocating */
+    size_t count = 1;
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] && count > VG_GOLDEN_MAX_DATASET_BYTES / dims[i]) {
+            count = (size_t)-1;
+            break;
+        }
+        count *= (size_t)dims[i];
+    }
+    if (count == (size_t)-1 || count > VG_GOLDEN_MAX_DATASET_BYTES / t->size ||
+        r->total_bytes + count * t->size > 4 * VG_GOLDEN_MAX_DATASET_BYTES) {
+        st = ffail(r->file, VG_ERR_LIMIT, "dataset '%s%s': %s elements exceed the %zu MiB bound",
+                   where, name, dims_str(rank, dims, b1, sizeof b1),
+                   VG_GOLDEN_MAX_DATASET_BYTES >> 20);
+        goto done;
+    }
+    size_t bytes = count * t->size;
+    *out = malloc(bytes ? bytes : 1);
+    if (!*out) {
+        st = ffail(r->file, VG_ERR_NO_MEMORY, "dataset '%s%s': out of memory for %zu bytes",
+                   where, name, bytes);
+        goto done;
+    }
+    r->total_bytes += bytes;
+    if (H5Dread(ds, h5_mem_type(t), H5S_ALL, H5S_ALL, H5P_DEFAULT, *out) < 0) {
+        char what[128];
+        snprintf(what, sizeof what, "dataset '%s%s': read failed", where, name);
+        st = rfail_h5(r, VG_ERR_FORMAT, what);
+        goto done;
+    }
+    /* the hash */
+    {
+        char attr[96], want_hex[80], hex[65];
+        snprintf(attr, sizeof attr, "sha256_%s", name);
+        st = get_str(r, hash_loc, where, attr, want_hex, sizeof want_hex);
+        if (st != VG_OK)
+            goto done;
+        vg_sha256_hex(*out, bytes, hex);
+        if (strcmp(hex, want_hex) != 0)
+            st = ffail(r->file, VG_ERR_CHECKSUM,
+                       "dataset '%s%s': SHA-256 mismatch (data %.16s..., attribute %s says %.16s...):"
+                       " the file was edited or damaged",
+                       where, name, hex, attr, want_hex);
+    }
+done:
+    if (st != VG_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    if (ft >= 0)
+        H5Tclose(ft);
+    if (sp >= 0)
+        H5Sclose(sp);
+    H5Dclose(ds);
+    return st;
+}
+
+/* Compares a rebuilt buffer with the file's sha256_<name>. */
+static vg_status check_recipe_hash(reader *r, const char *name, const void *data, size_t bytes)
+{
+    char attr[96], want_hex[80], hex[65];
+    snprintf(attr, sizeof attr, "sha256_%s", name);
+    vg_status st = get_str(r, r->fid, "", attr, want_hex, sizeof want_hex);
+    if (st != VG_OK)
+        return st;
+    vg_sha256_hex(data, bytes, hex);
+    if (strcmp(hex, want_hex) != 0)
+        return ffail(r->file, VG_ERR_CHECKSUM,
+                     "recipe weight '%s': the regenerated data (%.16s...) does not match %s "
+                     "(%.16s...): the generator changed, regenerate the file",
+                     name, hex, attr, want_hex);
+    return VG_OK;
+}
+
+/* Rebuilds a recipe weight from its attributes. */
+static vg_status rebuild_recipe(reader *r, vg_golden_file *f)
+{
+    size_t elems = (size_t)f->groups * (size_t)f->n * (size_t)f->k;
+    if (elems > RECIPE_MAX_ELEMENTS)
+        return ffail(r->file, VG_ERR_LIMIT,
+                     "recipe weight of %zu elements exceeds the bound of %zu", elems,
+                     RECIPE_MAX_ELEMENTS);
+    float *w = malloc(elems * sizeof(float));
+    f->w_dequant = malloc(elems * sizeof(float));
+    if (!w || !f->w_dequant) {
+        free(w);
+        return ffail(r->file, VG_ERR_NO_MEMORY, "recipe weight: out of memory");
+    }
+    vg_status st = vg_golden_synth_weight(f->seed, f->groups, f->n, f->k, w);
+    vg_qweight qw;
+    memset(&qw, 0, sizeof qw);
+    if (st == VG_OK)
+        st = vg_quantize(f->family, w, f->groups, f->n, f->k, &qw);
+    free(w);
+    if (st != VG_OK)
+        return ffail(r->file, st, "recipe weight: %s", vg_last_error());
+    /* take ownership of the quantized buffers */
+    f->w_q = qw.q;
+    f->w_scale = qw.scale;
+    f->w_zero = qw.zero;
+    f->w_tensor_scale = qw.w.tensor_scale;
+    vg_weight wt = vg_golden_weight(f);
+    if ((st = vg_dequantize(&wt, f->w_dequant)) != VG_OK)
+        return ffail(r->file, st, "recipe weight: %s", vg_last_error());
+    size_t G = (size_t)f->groups;
+    st = check_recipe_hash(r, "w_q", f->w_q, G * f->layout.q_bytes);
+    if (st == VG_OK && f->layout.scale_bytes)
+        st = check_recipe_hash(r, "w_scale", f->w_scale, G * f->layout.scale_bytes);
+    if (st == VG_OK && f->layout.zero_bytes)
+        st = check_recipe_hash(r, "w_zero", f->w_zero, G * f->layout.zero_bytes);
+    if (st == VG_OK && f->family == VG_FAMILY_NVFP4)
+        st = check_recipe_hash(r, "w_tensor_scale", &f->w_tensor_scale, sizeof(float));
+    if (st == VG_OK)
+        st = check_recipe_hash(r, "w_dequant", f->w_dequant, elems * sizeof(float));
+    return st;
+}
+
+static vg_status read_weight(reader *r, vg_golden_file *f)
+{
+    const hsize_t G = (hsize_t)f->groups, N = (hsize_t)f->n, K = (hsize_t)f->k;
+    const elem_type tq = wq_type(f->family), ts = wscale_type(f->family);
+    hsize_t dq[3] = {G, N, (hsize_t)(f->layout.q_bytes / (size_t)N / tq.size)};
+    hsize_t dsc[3] = {G, (hsize_t)f->layout.scale_rows, (hsize_t)f->layout.scale_cols};
+    hsize_t dw[3] = {G, N, K}, one = 1;
+    vg_status st = get_dataset(r, r->fid, r->fid, "", "w_q", &tq, 3, dq, &f->w_q);
+    if (st == VG_OK && f->layout.scale_bytes)
+        st = get_dataset(r, r->fid, r->fid, "", "w_scale", &ts, 3, dsc, &f->w_scale);
+    if (st == VG_OK && f->layout.zero_bytes)
+        st = get_dataset(r, r->fid, r->fid, "", "w_zero", &T_FP16, 3, dsc, &f->w_zero);
+    f->w_tensor_scale = 1.0f;
+    if (st == VG_OK && f->family == VG_FAMILY_NVFP4) {
+        void *p = NULL;
+        st = get_dataset(r, r->fid, r->fid, "", "w_tensor_scale", &T_F32, 1, &one, &p);
+        if (st == VG_OK) {
+            memcpy(&f->w_tensor_scale, p, sizeof(float));
+            free(p);
+            if (!(isfinite(f->w_tensor_scale) && f->w_tensor_scale > 0.0f))
+                st = ffail(r->file, VG_ERR_FORMAT, "dataset 'w_tensor_scale': %g is not a "
+                           "finite positive scale", (double)f->w_tensor_scale);
+        }
+    }
+    if (st == VG_OK)
+        st = get_dataset(r, r->fid, r->fid, "", "w_dequant", &T_F32, 3, dw,
+                         (void **)&f->w_dequant);
+    return st;
+}
+
+static vg_status read_case(reader *r, vg_golden_file *f, hid_t cases, const char *name,
+                           vg_golden_case *c)
+{
+    char where[64];
+    snprintf(where, sizeof where, "cases/%s/", name);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    hid_t cg = H5Gopen2(cases, name, H5P_DEFAULT);
+    if (cg < 0) {
+        char what[96];
+        snprintf(what, sizeof what, "group 'cases/%s'", name);
+        return rfail_h5(r, VG_ERR_FORMAT, what);
+    }
+    vg_status st = get_i32(r, cg, where, "M", 1, VG_GOLDEN_MAX_DIM, &c->m);
+    int64_t tok[VG_GOLDEN_MAX_GROUPS];
+    if (st == VG_OK)
+        st = get_ints(r, cg, where, "tokens", tok, f->groups, 0);
+    char ydt[16];
+    if (st == VG_OK)
+        st = get_str(r, cg, where, "y_dtype", ydt, sizeof ydt);
+    if (st == VG_OK) {
+        if (!strcmp(ydt, "f32"))
+            c->y_dtype = VG_DTYPE_F32;
+        else if (!strcmp(ydt, "f16"))
+            c->y_dtype = VG_DTYPE_F16;
+        else
+            st = ffail(r->file, VG_ERR_FORMAT, "%sattribute 'y_dtype': unknown '%s' (f32 or f16)",
+                       where, ydt);
+    }
+    if (st == VG_OK)
+        st = get_f64(r, cg, where, "tol_rel_rms", &c->tol_rel_rms);
+    if (st == VG_OK)
+        st = get_f64(r, cg, where, "tol_max_abs", &c->tol_max_abs);
+    if (st == VG_OK && !(c->tol_rel_rms > 0 && c->tol_rel_rms < 1 && c->tol_max_abs > 0))
+        st = ffail(r->file, VG_ERR_FORMAT,
+                   "%sattributes 'tol_rel_rms' %g / 'tol_max_abs' %g are not sane tolerances",
+                   where, c->tol_rel_rms, c->tol_max_abs);
+    if (st == VG_OK)
+        st = get_f64(r, cg, where, "y_ref_norm", &c->y_ref_norm);
+    int64_t xs = 0;
+    if (st == VG_OK)
+        st = get_ints(r, cg, where, "x_seed", &xs, 1, 1);
+    c->x_seed = (uint64_t)xs;
+
+    /* tokens: non-negative, summing to M; dense: one group holding all */
+    if (st == VG_OK) {
+        c->tokens = malloc((size_t)f->groups * sizeof(int32_t));
+        if (!c->tokens)
+            st = ffail(r->file, VG_ERR_NO_MEMORY, "out of memory");
+        int64_t sum = 0;
+        for (int32_t g = 0; st == VG_OK && g < f->groups; g++) {
+            if (tok[g] < 0 || tok[g] > VG_GOLDEN_MAX_DIM)
+                st = ffail(r->file, VG_ERR_FORMAT, "%sattribute 'tokens'[%d] = %lld is invalid",
+                           where, (int)g, (long long)tok[g]);
+            else
+                c->tokens[g] = (int32_t)tok[g];
+            sum += tok[g];
+        }
+        if (st == VG_OK && sum != c->m)
+            st = ffail(r->file, VG_ERR_FORMAT,
+                       "%sattribute 'tokens' sums to %lld but 'M' is %d", where,
+                       (long long)sum, (int)c->m);
+    }
+    const hsize_t M = (hsize_t)c->m, N = (hsize_t)f->n, K = (hsize_t)f->k;
+    hsize_t dx[2] = {M, K}, dy[2] = {M, N}, doff = (hsize_t)f->groups + 1;
+    if (st == VG_OK)
+        st = get_dataset(r, cg, cg, where, "x", &T_FP16, 2, dx, (void **)&c->x);
+    if (st == VG_OK && f->path != VG_PATH_DENSE) {
+        st = get_dataset(r, cg, cg, where, "offsets", &T_I32, 1, &doff, (void **)&c->offsets);
+        /* the offsets row must be exactly the prefix sums of tokens */
+        for (int32_t g = 0; st == VG_OK && g <= f->groups; g++) {
+            int32_t want = g == 0 ? 0 : c->offsets[g - 1] + c->tokens[g - 1];
+            if (c->offsets[g] != want)
+                st = ffail(r->file, VG_ERR_FORMAT,
+                           "dataset '%soffsets': entry %d is %d, expected %d from 'tokens'",
+                           where, (int)g, (int)c->offsets[g], (int)want);
+        }
+    } else if (st == VG_OK && H5Lexists(cg, "offsets", H5P_DEFAULT) > 0) {
+        st = ffail(r->file, VG_ERR_FORMAT, "dataset '%soffsets' present in a dense case", where);
+    }
+    if (st == VG_OK)
+        st = get_dataset(r, cg, cg, where, "y_ref", &T_F32, 2, dy, (void **)&c->y_ref);
+    if (st == VG_OK) {
+        for (size_t i = 0; i < (size_t)(M * K); i++)
+            if ((c->x[i] & 0x7C00u) == 0x7C00u) {
+                st = ffail(r->file, VG_ERR_FORMAT, "dataset '%sx': element %zu is not finite",
+                           where, i);
+                break;
+            }
+    }
+    if (st == VG_OK) {
+        size_t count = (size_t)(M * N);
+        for (size_t i = 0; i < count; i++)
+            if (!isfinite(c->y_ref[i])) {
+                st = ffail(r->file, VG_ERR_FORMAT,
+                           "dataset '%sy_ref': element %zu is not finite", where, i);
+                break;
+            }
+        double nrm = norm2(c->y_ref, count);
+        /* an all-zero reference would let an all-zero result pass */
+        if (st == VG_OK && !(nrm > 0.0))
+            st = ffail(r->file, VG_ERR_FORMAT, "dataset '%sy_ref' is all zero", where);
+        if (st == VG_OK && fabs(nrm - c->y_ref_norm) > 1e-6 * nrm)
+            st = ffail(r->file, VG_ERR_FORMAT,
+                       "%sattribute 'y_ref_norm' = %.9g disagrees with ||y_ref|| = %.9g", where,
+                       c->y_ref_norm, nrm);
+    }
+    H5Gclose(cg);
+    return st;
+}
+
+static vg_status read_all(reader *r, vg_golden_file *f)
+{
+    char buf[256];
+    int32_t version;
+    vg_status st = get_i32(r, r->fid, "", "schema_version", VG_GOLDEN_SCHEMA_VERSION,
+                           VG_GOLDEN_SCHEMA_VERSION, &version);
+    if (st != VG_OK)
+        return st;
+    if ((st = get_str(r, r->fid, "", "generator", f->generator, sizeof f->generator)) != VG_OK)
+        return st;
+    if ((st = get_str(r, r->fid, "", "source", f->source, sizeof f->source)) != VG_OK)
+        return st;
+    if ((st = get_str(r, r->fid, "", "family", buf, sizeof buf)) != VG_OK)
+        return st;
+    if (vg_family_parse(buf, &f->family) != VG_OK)
+        return ffail(r->file, VG_ERR_FORMAT, "attribute 'family': unknown family '%s'", buf);
+    if ((st = get_str(r, r->fid, "", "path", buf, sizeof buf)) != VG_OK)
+        return st;
+    if (vg_path_parse(buf, &f->path) != VG_OK)
+        return ffail(r->file, VG_ERR_FORMAT, "attribute 'path': unknown path '%s'", buf);
+    if ((st = get_i32(r, r->fid, "", "N", 1, VG_GOLDEN_MAX_DIM, &f->n)) != VG_OK ||
+        (st = get_i32(r, r->fid, "", "K", 1, VG_GOLDEN_MAX_DIM, &f->k)) != VG_OK ||
+        (st = get_i32(r, r->fid, "", "groups", 1, VG_GOLDEN_MAX_GROUPS, &f->groups)) != VG_OK)
+        return st;
+    if (f->path == VG_PATH_DENSE && f->groups != 1)
+        return ffail(r->file, VG_ERR_FORMAT, "attribute 'groups' = %d but path is dense",
+                     (int)f->groups);
+    int64_t seed;
+    if ((st = get_ints(r, r->fid, "", "seed", &seed, 1, 1)) != VG_OK)
+        return st;
+    f->seed = (uint64_t)seed;
+    if (vg_weight_layout_of(f->family, f->n, f->k, &f->layout) != VG_OK)
+        return ffail(r->file, VG_ERR_FORMAT, "attributes N/K: %s", vg_last_error());
+    if ((st = get_str(r, r->fid, "", "weights", buf, sizeof buf)) != VG_OK)
+        return st;
+    if (!strcmp(buf, "stored"))
+        f->weights_stored = 1;
+    else if (!strcmp(buf, "recipe"))
+        f->weights_stored = 0;
+    else
+        return ffail(r->file, VG_ERR_FORMAT, "attribute 'weights': unknown '%s' (stored or recipe)",
+                     buf);
+    int32_t ncases;
+    if ((st = get_i32(r, r->fid, "", "cases", 1, VG_GOLDEN_MAX_CASES, &ncases)) != VG_OK)
+        return st;
+
+    st = f->weights_stored ? read_weight(r, f) : rebuild_recipe(r, f);
+    if (st != VG_OK)
+        return st;
+    size_t welems = (size_t)f->groups * (size_t)f->n * (size_t)f->k;
+    for (size_t i = 0; i < welems; i++)
+        if (!isfinite(f->w_dequant[i]))
+            return ffail(r->file, VG_ERR_FORMAT, "dataset 'w_dequant': element %zu is not finite",
+                         i);
+
+    /* cases */
+    if (H5Lexists(r->fid, "cases", H5P_DEFAULT) <= 0)
+        return ffail(r->file, VG_ERR_FORMAT, "group 'cases' is missing");
+    hid_t cases = H5Gopen2(r->fid, "cases", H5P_DEFAULT);
+    if (cases < 0)
+        return rfail_h5(r, VG_ERR_FORMAT, "group 'cases'");
+    H5G_info_t ginfo;
+    if (H5Gget_info(cases, &ginfo) < 0)
+        st = rfail_h5(r, VG_ERR_FORMAT, "group 'cases'");
+    else if (ginfo.nlinks != (hsize_t)ncases)
+        st = ffail(r->file, VG_ERR_FORMAT, "attribute 'cases' = %d but group 'cases' holds %llu",
+                   (int)ncases, (unsigned long long)ginfo.nlinks);
+    if (st == VG_OK) {
+        f->cases = calloc((size_t)ncases, sizeof *f->cases);
+        if (!f->cases)
+            st = ffail(r->file, VG_ERR_NO_MEMORY, "out of memory");
+        f->ncases = f->cases ? ncases : 0;
+    }
+    /* the cases in name order, so every reader sees the same order */
+    for (int32_t i = 0; st == VG_OK && i < ncases; i++) {
+        char name[64];
+        ssize_t len = H5Lget_name_by_idx(cases, ".", H5_INDEX_NAME, H5_ITER_INC, (hsize_t)i, name,
+                                         sizeof name, H5P_DEFAULT);
+        if (len < 0)
+            st = rfail_h5(r, VG_ERR_FORMAT, "group 'cases'");
+        else if ((size_t)len >= sizeof(f->cases[i].name))
+            st = ffail(r->file, VG_ERR_FORMAT, "group 'cases' holds a name of %zd bytes (at most 31)",
+                       len);
+        else
+            st = read_case(r, f, cases, name, &f->cases[i]);
+    }
+    H5Gclose(cases);
+    return st;
+}
+
+vg_status vg_golden_read(const char *file, vg_golden_file *out)
+{
+    if (!file || !out)
+        return vg_fail(VG_ERR_INVALID_ARG, "golden read: NULL argument");
+    memset(out, 0, sizeof *out);
+    struct stat sb;
+    if (stat(file, &sb) != 0)
+        return ffail(file, VG_ERR_IO, "cannot open: %s", strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return ffail(file, VG_ERR_IO, "not a regular file");
+    FILE *fp = fopen(file, "rb");
+    if (!fp)
+        return ffail(file, VG_ERR_IO, "cannot open: %s", strerror(errno));
+    fclose(fp);
+
+    h5_quiet q;
+    quiet_begin(&q);
+    reader r = {file, -1, 0};
+    vg_status st = VG_OK;
+    htri_t is = H5Fis_hdf5(file);
+    if (is <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        st = ffail(file, VG_ERR_FORMAT, "not an HDF5 file (no HDF5 signature found)");
+    } else {
+        r.fid = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+        if (r.fid < 0) {
+            char msg[420];
+            hdf5_message(msg, sizeof msg);
+            st = ffail(file, VG_ERR_FORMAT, "cannot open as HDF5 (truncated or damaged?): %s",
+                       msg);
+        }
+    }
+    if (st == VG_OK)
+        st = read_all(&r, out);
+    if (r.fid >= 0)
+        H5Fclose(r.fid);
+    quiet_end(&q);
+    if (st != VG_OK)
+        vg_golden_free(out);
+    return st;
+}
