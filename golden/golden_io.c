@@ -395,6 +395,11 @@ vg_status vg_golden_write(const char *file, const vg_golden_file *f)
     put_i32(&w, root, "groups", f->groups);
     put_u64(&w, root, "seed", f->seed);
     put_str(&w, root, "weights", f->weights_stored ? "stored" : "recipe");
+    /* informational (SCHEMA.md, "Distribution"); the reader does not rely on it */
+    put_str(&w, root, "distribution",
+            strcmp(f->source[0] ? f->source : "synthetic", "synthetic") == 0
+                ? "w: " VG_GOLDEN_W_DIST "; x: " VG_GOLDEN_X_DIST
+                : "w: imported; x: " VG_GOLDEN_X_DIST);
     put_i32(&w, root, "cases", f->ncases);
 
     /* the weight */

@@ -31,6 +31,9 @@ extern "C" {
 /* Written into every file; bumped whenever the synthetic distribution or the
  * quantizers change what the generator writes for the same arguments. */
 #define VG_GOLDEN_GENERATOR "voltgate-golden/1"
+/* Names of the synthetic distributions (SCHEMA.md, "Distribution"). */
+#define VG_GOLDEN_W_DIST "gauss-lognormal-outlier/1"
+#define VG_GOLDEN_X_DIST "gauss-outlier-features/1"
 
 /* Resource bounds the reader enforces before allocating anything. */
 #define VG_GOLDEN_MAX_DIM (1 << 20)          /* any single N, K or M */
