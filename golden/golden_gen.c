@@ -418,8 +418,10 @@ static const set_entry CI_SET[] = {
     {"-wo_a", VG_PATH_GROUPED, 1024, 4096, 8, 1, VG_DTYPE_F32, 1, CASES_WO_A},
 };
 
-vg_status vg_golden_generate_set(const char *set_name, const char *dir, int verbose)
+vg_status vg_golden_generate_set(const char *set_name, const char *dir, const char *only,
+                                 int verbose)
 {
+    int matched = 0;
     if (!set_name || strcmp(set_name, "ci") != 0)
         return vg_fail(VG_ERR_NOT_FOUND, "golden set '%s' unknown (the only set is 'ci')",
                        set_name ? set_name : "(null)");
@@ -469,9 +471,13 @@ vg_status vg_golden_generate_set(const char *set_name, const char *dir, int verb
                 a.routing_count = (int32_t)(sizeof MOE_ROUTINGS / sizeof MOE_ROUTINGS[0] / 8);
                 break;
             }
-            char file[4096];
-            snprintf(file, sizeof file, "%s/%s-%s%s.h5", dir, vg_family_name(a.family),
+            char base[128], file[4096];
+            snprintf(base, sizeof base, "%s-%s%s.h5", vg_family_name(a.family),
                      vg_path_name(a.path), s->variant);
+            if (only && strcmp(only, base) != 0)
+                continue;
+            matched++;
+            snprintf(file, sizeof file, "%s/%s", dir, base);
             vg_golden_file f;
             vg_status st = vg_golden_generate(&a, &f);
             if (st != VG_OK)
@@ -484,5 +490,7 @@ vg_status vg_golden_generate_set(const char *set_name, const char *dir, int verb
                 printf("wrote %s\n", file);
         }
     }
+    if (only && !matched)
+        return vg_fail(VG_ERR_NOT_FOUND, "golden set %s has no file named '%s'", set_name, only);
     return VG_OK;
 }

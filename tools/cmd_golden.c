@@ -94,7 +94,7 @@ static void gen_help(FILE *out)
             "                           [--m M[,M...]] [--tokens T | --tokens-list T,T,...]\n"
             "                           [--routing C,C,... ...] [--seed S] [--y-dtype f32|f16]\n"
             "                           [--recipe] -o FILE\n"
-            "       voltgate golden gen --set ci -o DIR\n\n"
+            "       voltgate golden gen --set ci [--only FILE.h5] -o DIR\n\n"
             "Writes one golden case file (golden/SCHEMA.md): one weight, one case per M\n"
             "(dense), per tokens-per-group value (grouped, loop) or per routing (moe).\n"
             "  --family     fp16, awq, fp8, mxfp4 or nvfp4\n"
@@ -108,7 +108,7 @@ static void gen_help(FILE *out)
             "  --seed       default 1\n"
             "  --y-dtype    output type the case is verified with (default f32)\n"
             "  --recipe     do not store the weight: regenerate it from the seed on read\n"
-            "  --set ci     the committed set, into DIR\n");
+            "  --set ci     the committed set, into DIR (--only: just that file of it)\n");
 }
 
 static int cmd_gen(int argc, char **argv)
@@ -117,7 +117,7 @@ static int cmd_gen(int argc, char **argv)
     memset(&a, 0, sizeof a);
     a.seed = 1;
     int have_family = 0, have_path = 0;
-    const char *out = NULL, *set = NULL;
+    const char *out = NULL, *set = NULL, *only = NULL;
     int32_t *m_list = NULL, *tokens = NULL, *routings = NULL, one = 1;
     int32_t nroutings = 0, rc = VG_EXIT_USAGE;
     for (int i = 1; i < argc; i++) {
@@ -213,6 +213,8 @@ static int cmd_gen(int argc, char **argv)
             out = v;
         } else if (!strcmp(o, "--set")) {
             set = v;
+        } else if (!strcmp(o, "--only")) {
+            only = v;
         } else {
             rc = usage_error("gen", "unknown option '%s'", o);
             goto done;
@@ -223,7 +225,7 @@ static int cmd_gen(int argc, char **argv)
         goto done;
     }
     if (set) {
-        vg_status st = vg_golden_generate_set(set, out, 1);
+        vg_status st = vg_golden_generate_set(set, out, only, 1);
         if (st != VG_OK)
             fprintf(stderr, "voltgate golden gen: %s\n", vg_last_error());
         rc = st == VG_OK ? VG_EXIT_OK : VG_EXIT_USAGE;

@@ -145,8 +145,10 @@ vg_status vg_golden_tolerance(vg_family f, vg_dtype yt, double *tol_rel_rms,
                               double *max_abs_factor);
 
 /* Writes the committed CI set into dir (created if missing); names the files
- * written on stdout when `verbose`. */
-vg_status vg_golden_generate_set(const char *set_name, const char *dir, int verbose);
+ * written on stdout when `verbose`.  `only` (a file name such as
+ * "fp8-moe.h5", or NULL for all) writes just that file of the set. */
+vg_status vg_golden_generate_set(const char *set_name, const char *dir, const char *only,
+                                 int verbose);
 
 /* ---- verifying ---------------------------------------------------------------- */
 
