@@ -364,19 +364,33 @@ def plot_bandwidth(run, out_dir, written):
     return out
 
 
+def _ratio(v, tol):
+    return v / tol if v is not None and tol else None
+
+
 def plot_golden(run, out_dir, written):
-    """Golden relative RMS error per family and path against its tolerance."""
+    """Golden relative RMS error per family and path against its tolerance,
+    and each row's error as a fraction of its tolerances (both metrics)."""
     plt = _plt()
     out = []
     rows = list(run.golden.values())
     if not rows:
         return out
-    for metric, tol_key, label in (("rel_rms", "tol_rel_rms", "relative RMS error"),
-                                   ("max_abs", "tol_max_abs", "max absolute error")):
-        cats = sorted({(r["family"], r["path"]) for r in rows})
-        backends = sorted({r["backend"] for r in rows})
-        fig, ax = plt.subplots(figsize=(max(8.0, 0.42 * len(cats) + 2), 4.2))
-        floor = 1e-12
+    cats = sorted({(r["family"], r["path"]) for r in rows})
+    backends = sorted({r["backend"] for r in rows})
+    floor = 1e-12
+    views = (
+        ("rel_rms", "relative RMS error", lambda r: r["rel_rms"],
+         lambda cat: {r["tol_rel_rms"] for r in rows if (r["family"], r["path"]) == cat},
+         "golden relative RMS error per family and path vs its tolerance (red)"),
+        ("headroom", "error / tolerance", lambda r: max([x for x in (_ratio(r["rel_rms"], r["tol_rel_rms"]),
+                                                                     _ratio(r["max_abs"], r["tol_max_abs"]))
+                                                         if x is not None] or [None]),
+         lambda cat: {1.0},
+         "golden error as a fraction of its tolerance (worse of rel RMS and max abs; 1 = limit)"),
+    )
+    for key, label, value, tols, title in views:
+        fig, ax = plt.subplots(figsize=(max(9.0, 0.45 * len(cats) + 2.5), 4.4))
         for bi, backend in enumerate(backends):
             for verdict, color, marker in (("PASS", "tab:green", "o"), ("FAIL", "tab:red", "X")):
                 xs, ys = [], []
@@ -384,29 +398,29 @@ def plot_golden(run, out_dir, written):
                     for r in rows:
                         if (r["family"], r["path"]) == cat and r["backend"] == backend and \
                                 (r["verdict"] == "PASS") == (verdict == "PASS"):
-                            v = r[metric]
-                            xs.append(ci + (bi - (len(backends) - 1) / 2) * 0.25)
+                            v = value(r)
+                            xs.append(ci + (bi - (len(backends) - 1) / 2) * 0.3)
                             ys.append(max(v, floor) if v is not None else floor)
                 if xs:
-                    ax.scatter(xs, ys, s=26 if verdict == "PASS" else 60, color=color, marker=marker,
-                               alpha=0.75, edgecolor="black", linewidth=0.3,
+                    ax.scatter(xs, ys, s=24 if verdict == "PASS" else 70, marker=marker, alpha=0.75,
+                               color=color if len(backends) == 1 or verdict == "FAIL" else f"C{bi}",
+                               edgecolor="black", linewidth=0.3,
                                label=f"{backend} {verdict}" if len(backends) > 1 else verdict)
         for ci, cat in enumerate(cats):
-            tols = {r[tol_key] for r in rows if (r["family"], r["path"]) == cat}
-            for t in tols:
-                ax.hlines(t, ci - 0.42, ci + 0.42, color="red", linewidth=2)
-        ax.plot([], [], color="red", linewidth=2, label="tolerance")
+            for t in tols(cat):
+                ax.hlines(t, ci - 0.45, ci + 0.45, color="red", linewidth=2)
+        ax.plot([], [], color="red", linewidth=2, label="tolerance" if key == "rel_rms" else "limit (1)")
         ax.set_yscale("log")
         ax.set_xticks(range(len(cats)))
         ax.set_xticklabels([f"{f} {p}" for f, p in cats], rotation=40, ha="right", fontsize=10)
+        ax.set_xlim(-0.6, len(cats) - 0.4)
         for ci in range(1, len(cats)):           # a faint rule between families
             if cats[ci][0] != cats[ci - 1][0]:
                 ax.axvline(ci - 0.5, color="#999", linewidth=0.8)
         ax.set_ylabel(label + " (log)")
-        title = f"golden {label} per family and path vs tolerance"
-        ax.set_title(title)
+        ax.set_title(title, fontsize=12)
         ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-        out.append((title, _save(fig, out_dir, f"golden-{metric}.png", written)))
+        out.append((title, _save(fig, out_dir, f"golden-{key}.png", written)))
     return out
 
 
@@ -554,14 +568,15 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
     p.append(f"<p class='muted'>latest run {_e(latest.date)}, {len(latest.records)} record(s); "
              f"baseline: {_e(baseline.short + ('*' if baseline.dirty else '') + ' of ' + baseline.date) if baseline else 'none (first run)'}; "
              f"{len(runs)} run(s) in the history.</p>")
+    missing = latest.missing()
+    incomplete = f" (incomplete run: {len(missing)} part(s) not measured, listed below)" if missing else ""
     if perf or gold:
         p.append(f"<div class='verdict bad'>REGRESSED: {len(perf)} benchmark row(s), "
-                 f"{len(gold)} golden row(s)</div>")
+                 f"{len(gold)} golden row(s){_e(incomplete)}</div>")
     elif baseline is None:
-        p.append("<div class='verdict warn'>no baseline: nothing compared</div>")
+        p.append(f"<div class='verdict warn'>no baseline: nothing compared{_e(incomplete)}</div>")
     else:
-        p.append("<div class='verdict good'>no regression</div>")
-    missing = latest.missing()
+        p.append(f"<div class='verdict {'warn' if missing else 'good'}'>no regression{_e(incomplete)}</div>")
     if missing:
         p.append("<h2>Not measured in this run</h2><ul>" + "".join(f"<li>{_e(m)}</li>" for m in missing) + "</ul>")
     if problems:
@@ -586,7 +601,7 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
     p.append("<h2>Regressions</h2>")
     methods = sorted({r["method"] for r in bench_res if r["method"]})
     p.append(f"<p>Rule: two-sided Mann-Whitney U p &lt; {args.alpha} "
-             f"({_e(' and '.join(methods) or 'no test run')}: exact when untied and at most "
+             f"({_e(' and '.join(methods) + ' used here' if methods else 'no row tested in this run')}; exact when untied and at most "
              f"{stats.EXACT_MAX_N} samples in all, else normal approximation with tie correction) AND a median at "
              f"least {args.min_effect * 100:.0f} % slower; fewer than {stats.MIN_SAMPLES} samples on a side: "
              f"never flagged. Copy and peer rows are compared but not flagged.</p>")
@@ -635,7 +650,8 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
 
     def images(titles, wide=False):
         if not titles:
-            return "<p class='muted'>Nothing to plot.</p>"
+            return ("<p class='muted'>Nothing to plot" + (": not measured in this run (see the top of the page)"
+                                                          if missing else "") + ".</p>")
         imgs = "".join(f"<img src='{_e(png)}' alt='{_e(t)}' class='{'wide' if wide else ''}'>" for t, png in titles)
         return imgs if wide else f"<div class='grid'>{imgs}</div>"
 

@@ -200,7 +200,7 @@ class Files(ReportCase):
         with open(os.path.join(self.out, "index.html")) as f:
             page = f.read()
         pngs = [n for n in names if n.endswith(".png")]
-        for want in ("bandwidth-cuda.png", "golden-rel_rms.png", "replay.png", "coverage.png"):
+        for want in ("bandwidth-cuda.png", "golden-rel_rms.png", "golden-headroom.png", "replay.png", "coverage.png"):
             self.assertIn(want, pngs)
         self.assertTrue(any(n.startswith("history-") for n in pngs))
         for png in pngs:                           # every plot is a real PNG the page shows

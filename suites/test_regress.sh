@@ -1,0 +1,106 @@
+#!/bin/bash
+# test_regress.sh: ci/regress wiring, driven with a fake voltgate binary
+# (BUILD points at a temp folder whose bin/voltgate writes fixed JSON in the
+# shared formats), results into a temp VG_HISTORY: nothing touches
+# reports/history.  Checks: the last line is exactly "report: <page>", the
+# page and one record per run exist, the record holds the tools' rows and
+# names what did not run (no CUDA device), a failing golden case makes the
+# exit status 1, and a tool that is "not built yet" is reported, not faked.
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+py=${PYTHON:-/usr/bin/python3}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vg-regress-test.XXXXXX")
+trap '[ -n "${VG_KEEP_TMP:-}" ] || rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+mkdir -p "$tmp/build/bin"
+cat > "$tmp/build/bin/voltgate" <<'EOF'
+#!/bin/bash
+# A stand-in voltgate: FAKE_MODE=ok|golden-fail|not-built.
+mode=${FAKE_MODE:-ok}
+cmd=$1; [ "$cmd" = golden ] && { shift; cmd="golden-$1"; }
+shift
+json=""; backend=cpu
+while [ $# -gt 0 ]; do
+    case $1 in
+    --json) json=$2; shift ;;
+    --backend) backend=$2; shift ;;
+    --help) [ "$mode" = not-built ] && [ "$cmd" != golden-verify ] && { echo "voltgate $cmd: not built yet" >&2; exit 2; }
+            echo "usage: voltgate $cmd"; exit 0 ;;
+    esac
+    shift
+done
+[ "$mode" = not-built ] && [ "$cmd" != golden-verify ] && { echo "voltgate $cmd: not built yet" >&2; exit 2; }
+samples="10.0,10.1,10.2,10.05,10.15,9.95,10.3,10.0,10.1,10.2"
+case $cmd in
+golden-verify)
+    [ "$backend" = cuda ] && { echo "skipped: no CUDA device"; exit 77; }
+    v=PASS; [ "$mode" = golden-fail ] && v=FAIL
+    printf '{"tool":"golden-verify","rows":[{"case":"fp8-dense","file":"golden/cases/fp8-dense.h5","family":"fp8","path":"dense","m":1,"n":256,"k":384,"groups":1,"tokens":1,"backend":"cpu","plan":"cpu.dense.a","rel_rms":1e-4,"max_abs":1e-3,"tol_rel_rms":1e-3,"tol_max_abs":0.05,"verdict":"%s"}]}\n' "$v" > "$json"
+    [ "$v" = PASS ] ;;
+bench)
+    printf '{"tool":"bench","backend":"cpu","gpu":null,"driver":null,"cuda_version":null,"arch_list":null,"policy_hash":"00000000000000ff","config":{},"copy_bandwidth_gbs":20.0,"rows":[' > "$json"
+    for p in grouped loop; do
+        [ $p = loop ] && printf ',' >> "$json"
+        printf '{"name":"wo_a/%s/fp8/t6/tune=on","kind":"kernel","path":"%s","family":"fp8","m":48,"n":1024,"k":4096,"groups":8,"tokens":6,"plan":"p","decision":"measure","samples_us":[%s],"median_us":10.1,"min_us":9.95,"max_us":10.3,"bytes":33554432,"flops":402653184,"bandwidth_fraction":null,"max_rel_rms":1e-4}' $p $p "$samples" >> "$json"
+    done
+    printf ']}\n' >> "$json" ;;
+replay)
+    printf '{"tool":"replay","warmup_measured":34,"serving_measured":0,"requests_with_new_shape":2,"requests":3,"per_request":[{"prompt":12,"new_shape":true,"measured":0,"dispatch_us":1.5,"engine":"default"},{"prompt":12,"new_shape":false,"measured":0,"dispatch_us":1.2,"engine":"default"},{"prompt":1500,"new_shape":true,"measured":0,"dispatch_us":2.5,"engine":"default"}]}\n' > "$json" ;;
+*) echo "fake voltgate: $cmd?" >&2; exit 2 ;;
+esac
+EOF
+chmod +x "$tmp/build/bin/voltgate"
+
+run() {   # run MODE: runs ci/regress, leaves its output in $tmp/out and exit in $rc
+    FAKE_MODE=$1 BUILD="$tmp/build" PYTHON="$py" VG_HISTORY="$tmp/history" VG_REPORT_DIR="$tmp/html" \
+        VG_RUNNER=ci1 bash "$here/ci/regress" > "$tmp/out" 2>&1
+    rc=$?
+}
+last_line() { tail -n 1 "$tmp/out"; }
+newest() { ls -1t "$tmp/history"/*.json | head -n 1; }
+
+run ok
+[ "$rc" = 0 ] || { fail "ok run: exit $rc"; tail -20 "$tmp/out"; }
+[ "$(last_line)" = "report: $tmp/html/index.html" ] || fail "ok run: last line '$(last_line)'"
+[ -s "$tmp/html/index.html" ] || fail "no index.html"
+[ "$(ls "$tmp/history"/*.json 2>/dev/null | wc -l)" = 1 ] || fail "want 1 record after one run"
+"$py" - "$(newest)" <<'EOF' || fail "record content"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["runner"] == "ci1", r["runner"]
+assert len(r["bench"]) == 2 and len(r["bench"][0]["samples_us"]) == 10, r["bench"]
+assert r["bench"][0]["bandwidth_fraction"] is not None
+assert len(r["golden"]) == 1 and r["golden"][0]["verdict"] == "PASS"
+assert r["replay"]["serving_measured"] == 0
+assert any("no CUDA device" in m for m in r["missing"]), r["missing"]
+EOF
+
+run golden-fail
+[ "$rc" = 1 ] || fail "golden-fail run: exit $rc, want 1"
+[ "$(last_line)" = "report: $tmp/html/index.html" ] || fail "golden-fail run: last line '$(last_line)'"
+grep -q "PASS->FAIL" "$tmp/out" || fail "golden-fail run: no PASS->FAIL row printed"
+[ "$(ls "$tmp/history"/*.json | wc -l)" = 2 ] || fail "want 2 records after two runs"
+
+run not-built
+[ "$rc" = 1 ] || fail "not-built run: exit $rc, want 1"
+[ "$(last_line)" = "report: $tmp/html/index.html" ] || fail "not-built run: last line '$(last_line)'"
+grep -q "NOT RUN: bench: 'voltgate bench' is not built yet" "$tmp/out" || fail "not-built run: bench not named"
+"$py" - "$(newest)" <<'EOF' || fail "not-built record content"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["bench"] == [] and r["replay"] is None, "a tool that is not built left data"
+assert any("not built yet" in m for m in r["missing"]), r["missing"]
+EOF
+grep -q "not built yet" "$tmp/html/index.html" || fail "the page does not say what is not built"
+
+# The repository's own results folder was not touched by any of this.
+git -C "$here" status --porcelain -- reports/history | grep -q . && fail "reports/history changed"
+
+if [ "$fails" -ne 0 ]; then
+    echo "test_regress: $fails check(s) failed"
+    exit 1
+fi
+echo "test_regress: ci/regress wiring, last line, records, golden failure and not-built parts right"
+exit 0
