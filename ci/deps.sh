@@ -1,14 +1,15 @@
 #!/bin/sh
 # Checks voltgate's dependencies; as root on Debian/Ubuntu installs the missing
 # ones with apt-get, otherwise prints the exact command and fails.
-#   VG_DEPS=all    (default) HDF5, cmocka, cJSON, gcovr, python3 + matplotlib
+#   VG_DEPS=all    (default) HDF5 + tools, cmocka, cJSON, gcovr, python3 +
+#                  matplotlib, Open MPI
 #   VG_DEPS=build  only what building and the suites need (machines without
 #                  a network, like the GPU runner with DEPS_PREFIX)
 #   DEPS_PREFIX    extra prefix searched for headers (usr/include under it)
 set -u
 mode=${VG_DEPS:-all}
 prefix=${DEPS_PREFIX:-}
-py=${PYTHON:-python3}
+py=${PYTHON:-$(test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)}
 missing=""
 
 have_header() {
@@ -26,6 +27,9 @@ if [ "$mode" = all ]; then
     command -v h5dump >/dev/null 2>&1 || missing="$missing hdf5-tools"
     command -v gcovr >/dev/null 2>&1 || missing="$missing gcovr"
     "$py" -c 'import matplotlib' >/dev/null 2>&1 || missing="$missing python3-matplotlib"
+    # Coordinated tuning is tested across ranks through Open MPI.
+    have_header mpi.h || [ -f /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] || missing="$missing libopenmpi-dev"
+    command -v mpirun >/dev/null 2>&1 || missing="$missing openmpi-bin"
 fi
 
 [ -z "$missing" ] && { echo "deps: all present ($mode)"; exit 0; }
