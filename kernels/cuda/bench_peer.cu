@@ -1,0 +1,326 @@
+/*
+ * kernels/cuda/cuda_bench.h: streams, graphs, timers, device facts, the copy
+ * bandwidth and the cuBLAS peers for the benchmark and the GPU suites.
+ */
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_bench.h"
+#include "voltgate/formats.h"
+
+static vg_status cuda_fail(cudaError_t e, const char *what)
+{
+    return vg_fail(VG_ERR_CUDA, "%s: %s", what, cudaGetErrorString(e));
+}
+
+#define CU(call, what)                          \
+    do {                                        \
+        cudaError_t e_ = (call);                \
+        if (e_ != cudaSuccess)                  \
+            return cuda_fail(e_, what);         \
+    } while (0)
+
+struct vg_cublas {
+    cublasHandle_t h;
+    void *workspace;
+    size_t workspace_bytes;
+};
+
+namespace {
+struct Timer {
+    cudaEvent_t a, b;
+};
+int cmp_double(const void *x, const void *y)
+{
+    double a = *static_cast<const double *>(x), b = *static_cast<const double *>(y);
+    return a < b ? -1 : a > b;
+}
+} // namespace
+
+extern "C" {
+
+vg_status vg_cuda_stream_create(void **stream)
+{
+    if (!stream)
+        return vg_fail(VG_ERR_INVALID_ARG, "stream create: NULL argument");
+    cudaStream_t s;
+    CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream create");
+    *stream = s;
+    return VG_OK;
+}
+
+vg_status vg_cuda_stream_destroy(void *stream)
+{
+    if (stream)
+        CU(cudaStreamDestroy(static_cast<cudaStream_t>(stream)), "stream destroy");
+    return VG_OK;
+}
+
+vg_status vg_cuda_graph_begin(void *stream)
+{
+    CU(cudaStreamBeginCapture(static_cast<cudaStream_t>(stream), cudaStreamCaptureModeGlobal),
+       "graph capture begin");
+    return VG_OK;
+}
+
+vg_status vg_cuda_graph_end(void *stream, void **exec)
+{
+    if (!exec)
+        return vg_fail(VG_ERR_INVALID_ARG, "graph end: NULL argument");
+    *exec = NULL;
+    cudaGraph_t g;
+    CU(cudaStreamEndCapture(static_cast<cudaStream_t>(stream), &g), "graph capture end");
+    cudaGraphExec_t ge;
+    cudaError_t e = cudaGraphInstantiate(&ge, g, 0);
+    cudaGraphDestroy(g);
+    if (e != cudaSuccess)
+        return cuda_fail(e, "graph instantiate");
+    *exec = ge;
+    return VG_OK;
+}
+
+vg_status vg_cuda_graph_launch(void *exec, void *stream)
+{
+    CU(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), static_cast<cudaStream_t>(stream)),
+       "graph launch");
+    return VG_OK;
+}
+
+vg_status vg_cuda_graph_destroy(void *exec)
+{
+    if (exec)
+        CU(cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec)), "graph destroy");
+    return VG_OK;
+}
+
+vg_status vg_cuda_memset(void *ptr, int byte, size_t bytes)
+{
+    CU(cudaMemset(ptr, byte, bytes), "memset");
+    return VG_OK;
+}
+
+vg_status vg_cuda_copy_d2d(void *dst, const void *src, size_t bytes, void *stream)
+{
+    CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+                       static_cast<cudaStream_t>(stream)),
+       "device-to-device copy");
+    return VG_OK;
+}
+
+vg_status vg_cuda_timer_create(void **timer)
+{
+    if (!timer)
+        return vg_fail(VG_ERR_INVALID_ARG, "timer create: NULL argument");
+    Timer *t = static_cast<Timer *>(calloc(1, sizeof(Timer)));
+    if (!t)
+        return vg_fail(VG_ERR_NO_MEMORY, "timer create");
+    if (cudaEventCreate(&t->a) != cudaSuccess || cudaEventCreate(&t->b) != cudaSuccess) {
+        free(t);
+        return vg_fail(VG_ERR_CUDA, "timer create: cudaEventCreate failed");
+    }
+    *timer = t;
+    return VG_OK;
+}
+
+vg_status vg_cuda_timer_start(void *timer, void *stream)
+{
+    CU(cudaEventRecord(static_cast<Timer *>(timer)->a, static_cast<cudaStream_t>(stream)),
+       "timer start");
+    return VG_OK;
+}
+
+vg_status vg_cuda_timer_stop(void *timer, void *stream)
+{
+    CU(cudaEventRecord(static_cast<Timer *>(timer)->b, static_cast<cudaStream_t>(stream)),
+       "timer stop");
+    return VG_OK;
+}
+
+vg_status vg_cuda_timer_elapsed_us(void *timer, double *us)
+{
+    Timer *t = static_cast<Timer *>(timer);
+    CU(cudaEventSynchronize(t->b), "timer wait");
+    float ms = 0;
+    CU(cudaEventElapsedTime(&ms, t->a, t->b), "timer elapsed");
+    *us = 1e3 * (double)ms;
+    return VG_OK;
+}
+
+vg_status vg_cuda_timer_destroy(void *timer)
+{
+    Timer *t = static_cast<Timer *>(timer);
+    if (t) {
+        cudaEventDestroy(t->a);
+        cudaEventDestroy(t->b);
+        free(t);
+    }
+    return VG_OK;
+}
+
+vg_status vg_cuda_info_get(int ordinal, vg_cuda_info *out)
+{
+    if (!out)
+        return vg_fail(VG_ERR_INVALID_ARG, "cuda info: NULL argument");
+    memset(out, 0, sizeof *out);
+    cudaDeviceProp prop;
+    cudaError_t e = cudaGetDeviceProperties(&prop, ordinal);
+    if (e != cudaSuccess)
+        return vg_fail(VG_ERR_NO_DEVICE, "cuda device %d: %s", ordinal, cudaGetErrorString(e));
+    snprintf(out->name, sizeof out->name, "%.127s", prop.name);
+    out->arch = prop.major * 10 + prop.minor;
+    out->sms = prop.multiProcessorCount;
+    out->l2_bytes = (size_t)prop.l2CacheSize;
+    out->mem_bytes = prop.totalGlobalMem;
+    cudaDriverGetVersion(&out->driver_version);
+    cudaRuntimeGetVersion(&out->runtime_version);
+    return VG_OK;
+}
+
+vg_status vg_cuda_arch_list(char *buf, size_t len)
+{
+    if (!buf || !len)
+        return vg_fail(VG_ERR_INVALID_ARG, "arch list: no buffer");
+    buf[0] = 0;
+#ifdef __CUDA_ARCH_LIST__
+    static const int archs[] = {__CUDA_ARCH_LIST__};
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) {
+        int w = snprintf(buf + used, len - used, "%s%d", i ? " " : "", archs[i] / 10);
+        if (w < 0 || (size_t)w >= len - used)
+            break;
+        used += (size_t)w;
+    }
+#endif
+    return VG_OK;
+}
+
+vg_status vg_cuda_copy_bandwidth(size_t bytes, int reps, double *median_gbs, double *samples)
+{
+    if (!median_gbs || reps < 1 || bytes == 0)
+        return vg_fail(VG_ERR_INVALID_ARG, "copy bandwidth: bad arguments");
+    void *a = NULL, *b = NULL;
+    CU(cudaMalloc(&a, bytes), "copy bandwidth alloc");
+    cudaError_t e = cudaMalloc(&b, bytes);
+    if (e != cudaSuccess) {
+        cudaFree(a);
+        return cuda_fail(e, "copy bandwidth alloc");
+    }
+    double *gbs = static_cast<double *>(calloc((size_t)reps, sizeof(double)));
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    e = cudaMemset(a, 0x3C, bytes);
+    for (int i = 0; i < 3 && e == cudaSuccess; i++)
+        e = cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice);
+    for (int i = 0; i < reps && e == cudaSuccess && gbs; i++) {
+        cudaEventRecord(e0, 0);
+        cudaMemcpyAsync(i % 2 ? a : b, i % 2 ? b : a, bytes, cudaMemcpyDeviceToDevice, 0);
+        cudaEventRecord(e1, 0);
+        e = cudaEventSynchronize(e1);
+        float ms = 0;
+        if (e == cudaSuccess)
+            e = cudaEventElapsedTime(&ms, e0, e1);
+        gbs[i] = 2.0 * (double)bytes / ((double)ms * 1e-3) / 1e9;
+        if (samples)
+            samples[i] = gbs[i];
+    }
+    if (e == cudaSuccess && gbs) {
+        qsort(gbs, (size_t)reps, sizeof(double), cmp_double);
+        *median_gbs = reps % 2 ? gbs[reps / 2] : 0.5 * (gbs[reps / 2 - 1] + gbs[reps / 2]);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaFree(a);
+    cudaFree(b);
+    if (!gbs)
+        return vg_fail(VG_ERR_NO_MEMORY, "copy bandwidth");
+    free(gbs);
+    return e == cudaSuccess ? VG_OK : cuda_fail(e, "copy bandwidth");
+}
+
+vg_status vg_cublas_create(vg_cublas **out)
+{
+    if (!out)
+        return vg_fail(VG_ERR_INVALID_ARG, "cublas create: NULL argument");
+    *out = NULL;
+    vg_cublas *h = static_cast<vg_cublas *>(calloc(1, sizeof *h));
+    if (!h)
+        return vg_fail(VG_ERR_NO_MEMORY, "cublas create");
+    if (cublasCreate(&h->h) != CUBLAS_STATUS_SUCCESS) {
+        free(h);
+        return vg_fail(VG_ERR_CUDA, "cublasCreate failed");
+    }
+    h->workspace_bytes = 64u << 20;
+    if (cudaMalloc(&h->workspace, h->workspace_bytes) != cudaSuccess ||
+        cublasSetWorkspace(h->h, h->workspace, h->workspace_bytes) != CUBLAS_STATUS_SUCCESS) {
+        cublasDestroy(h->h);
+        cudaFree(h->workspace);
+        free(h);
+        return vg_fail(VG_ERR_CUDA, "cublas workspace setup failed");
+    }
+    *out = h;
+    return VG_OK;
+}
+
+vg_status vg_cublas_destroy(vg_cublas *h)
+{
+    if (h) {
+        cublasDestroy(h->h);
+        cudaFree(h->workspace);
+        free(h);
+    }
+    return VG_OK;
+}
+
+/* Row-major Y[m][n] = X[m][k] W[n][k]^T is column-major Y^T = W^T' X^T':
+ * C (n x m, ldc n) = op_T(W as k x n, ld k) * op_N(X as k x m, ld k). */
+vg_status vg_cublas_gemm(vg_cublas *h, void *stream, int bf16, int batched, int groups, int m,
+                         int n, int k, const void *x, const void *w, void *y)
+{
+    if (!h || !x || !w || !y || groups < 1 || m < 1 || n < 1 || k < 1)
+        return vg_fail(VG_ERR_INVALID_ARG, "cublas gemm: bad arguments");
+    if (cublasSetStream(h->h, static_cast<cudaStream_t>(stream)) != CUBLAS_STATUS_SUCCESS)
+        return vg_fail(VG_ERR_CUDA, "cublasSetStream failed");
+    const cudaDataType t = bf16 ? CUDA_R_16BF : CUDA_R_16F;
+    const float one = 1.0f, zero = 0.0f;
+    cublasStatus_t s;
+    if (batched) {
+        s = cublasGemmStridedBatchedEx(h->h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, w, t, k,
+                                       (long long)n * k, x, t, k, (long long)m * k, &zero, y, t, n,
+                                       (long long)m * n, groups, CUBLAS_COMPUTE_32F,
+                                       CUBLAS_GEMM_DEFAULT);
+    } else {
+        s = CUBLAS_STATUS_SUCCESS;
+        for (int g = 0; g < groups && s == CUBLAS_STATUS_SUCCESS; g++)
+            s = cublasGemmEx(h->h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one,
+                             static_cast<const uint8_t *>(w) + (size_t)g * n * k * 2, t, k,
+                             static_cast<const uint8_t *>(x) + (size_t)g * m * k * 2, t, k, &zero,
+                             static_cast<uint8_t *>(y) + (size_t)g * m * n * 2, t, n,
+                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    }
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return vg_fail(VG_ERR_CUDA, "cublas gemm: status %d", (int)s);
+    return VG_OK;
+}
+
+vg_status vg_cuda_upload_half(void *dst, const float *src, size_t count, int bf16)
+{
+    if (!dst || !src)
+        return vg_fail(VG_ERR_INVALID_ARG, "upload half: NULL argument");
+    uint16_t *tmp = static_cast<uint16_t *>(malloc(count * 2 + 2));
+    if (!tmp)
+        return vg_fail(VG_ERR_NO_MEMORY, "upload half: %zu values", count);
+    for (size_t i = 0; i < count; i++)
+        tmp[i] = bf16 ? vg_f32_to_bf16(src[i]) : vg_f32_to_fp16(src[i]);
+    cudaError_t e = cudaMemcpy(dst, tmp, count * 2, cudaMemcpyHostToDevice);
+    free(tmp);
+    return e == cudaSuccess ? VG_OK : cuda_fail(e, "upload half");
+}
+
+} /* extern "C" */

@@ -1,0 +1,340 @@
+/*
+ * The CUDA plan table, the heuristic rule and the launcher behind
+ * vg_cuda_gemm() (kernels.h): every plan is one instantiation of the generic
+ * mainloop (gemm_kernel.cuh) per family, selected at run time.
+ *
+ * Paths:
+ *   dense    one launch, grid (N tiles, M tiles, split).
+ *   grouped  one launch for all groups, grid (N tiles, groups x M tiles per
+ *   moe      group, split); a block whose group has no rows in its tile exits
+ *            at once.  moe is grouped with uneven counts.
+ *   loop     one dense launch per group with rows, from offsets_host.
+ * Split-K > 1 adds one reduction launch (split order, deterministic).
+ * Nothing here allocates or synchronizes, so every path can be captured in
+ * a CUDA graph.
+ */
+#include <cuda_runtime.h>
+
+#include <string.h>
+
+#include "gemm_kernel.cuh"
+#include "kernels.h"
+
+__global__ void vg_splitk_reduce_kernel(const float *ws, void *y, int y_f16, size_t count,
+                                        int splits)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < count;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float v = 0.0f;
+        for (int s = 0; s < splits; s++)
+            v += ws[(size_t)s * count + i];
+        if (y_f16)
+            reinterpret_cast<__half *>(y)[i] = __float2half_rn(v);
+        else
+            reinterpret_cast<float *>(y)[i] = v;
+    }
+}
+
+namespace {
+
+typedef cudaError_t (*launch_fn)(const KParams &p, dim3 grid, cudaStream_t s);
+
+/* One instantiation: sets its shared-memory limit when it needs more than
+ * the default 48 KiB (not a stream operation, so capture-safe) and
+ * launches. */
+template <class Deq, int BM, int BN, int BK, int WM, int WN, int WK, int ST>
+cudaError_t launch_one(const KParams &p, dim3 grid, cudaStream_t s)
+{
+    using C = GemmCfg<Deq, BM, BN, BK, WM, WN, WK, ST>;
+    auto kern = vg_gemm_kernel<Deq, BM, BN, BK, WM, WN, WK, ST>;
+    if (C::kSmem > 48 * 1024) {
+        cudaError_t e =
+            cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
+        if (e != cudaSuccess)
+            return e;
+    }
+    kern<<<grid, C::kThreads, C::kSmem, s>>>(p);
+    return cudaGetLastError();
+}
+
+template <class Deq, int BM, int BN, int BK, int WM, int WN, int WK, int ST>
+constexpr int smem_of()
+{
+    return GemmCfg<Deq, BM, BN, BK, WM, WN, WK, ST>::kSmem;
+}
+
+struct CudaPlan {
+    vg_plan plan;
+    launch_fn fn[VG_FAMILY_COUNT];  /* indexed by vg_family */
+    int smem[VG_FAMILY_COUNT];
+};
+
+#define VG_ALL_FAM(BM, BN, BK, WM, WN, WK, ST)                                             \
+    {launch_one<DeqFP16, BM, BN, BK, WM, WN, WK, ST>, launch_one<DeqAWQ, BM, BN, BK, WM, WN, WK, ST>, \
+     launch_one<DeqFP8, BM, BN, BK, WM, WN, WK, ST>, launch_one<DeqMXFP4, BM, BN, BK, WM, WN, WK, ST>, \
+     launch_one<DeqNVFP4, BM, BN, BK, WM, WN, WK, ST>},                                    \
+    {smem_of<DeqFP16, BM, BN, BK, WM, WN, WK, ST>(), smem_of<DeqAWQ, BM, BN, BK, WM, WN, WK, ST>(), \
+     smem_of<DeqFP8, BM, BN, BK, WM, WN, WK, ST>(), smem_of<DeqMXFP4, BM, BN, BK, WM, WN, WK, ST>(), \
+     smem_of<DeqNVFP4, BM, BN, BK, WM, WN, WK, ST>()}
+
+#define PLAN(id, path, BM, BN, BK, ST, SK, maxrows, WM, WN, WK) \
+    {{id, "cuda", path, VG_ALL_FAMILIES, BM, BN, BK, ST, SK, maxrows}, VG_ALL_FAM(BM, BN, BK, WM, WN, WK, ST)}
+
+/* The plan table.  Decode plans (M <= 16): 16 rows, narrow N tiles and four
+ * warps splitting each 256-long K stage, so a wave of blocks streams W with
+ * 3 stages in flight per block.  Mid (M <= 64) and prefill (any M): square
+ * tiles, warps over M and N. */
+const CudaPlan g_plans[] = {
+    PLAN("cuda.dense.decode.m16n32k256.s4.sk1", VG_PATH_DENSE, 16, 32, 256, 4, 1, 16, 1, 1, 4),
+    PLAN("cuda.dense.decode.m16n32k256.s4.sk2", VG_PATH_DENSE, 16, 32, 256, 4, 2, 16, 1, 1, 4),
+    PLAN("cuda.dense.decode.m16n32k256.s4.sk4", VG_PATH_DENSE, 16, 32, 256, 4, 4, 16, 1, 1, 4),
+    PLAN("cuda.dense.decode.m16n64k256.s4.sk1", VG_PATH_DENSE, 16, 64, 256, 4, 1, 16, 1, 2, 4),
+    PLAN("cuda.dense.decode.m16n16k256.s4.sk1", VG_PATH_DENSE, 16, 16, 256, 4, 1, 16, 1, 1, 4),
+    PLAN("cuda.dense.mid.m64n64k128.s4.sk1", VG_PATH_DENSE, 64, 64, 128, 4, 1, 64, 2, 2, 1),
+    PLAN("cuda.dense.mid.m64n64k128.s4.sk2", VG_PATH_DENSE, 64, 64, 128, 4, 2, 64, 2, 2, 1),
+    PLAN("cuda.dense.prefill.m128n128k64.s3.sk1", VG_PATH_DENSE, 128, 128, 64, 3, 1, 0, 2, 4, 1),
+    PLAN("cuda.grouped.decode.m16n32k256.s4.sk1", VG_PATH_GROUPED, 16, 32, 256, 4, 1, 16, 1, 1, 4),
+    PLAN("cuda.grouped.decode.m16n32k256.s4.sk2", VG_PATH_GROUPED, 16, 32, 256, 4, 2, 16, 1, 1, 4),
+    PLAN("cuda.grouped.decode.m16n64k256.s4.sk1", VG_PATH_GROUPED, 16, 64, 256, 4, 1, 16, 1, 2, 4),
+    PLAN("cuda.grouped.decode.m16n16k256.s4.sk1", VG_PATH_GROUPED, 16, 16, 256, 4, 1, 16, 1, 1, 4),
+    PLAN("cuda.grouped.mid.m64n64k128.s4.sk1", VG_PATH_GROUPED, 64, 64, 128, 4, 1, 0, 2, 2, 1),
+};
+const size_t g_plan_count = sizeof g_plans / sizeof g_plans[0];
+
+const CudaPlan *find_plan(const vg_plan *p)
+{
+    if (!p)
+        return NULL;
+    for (size_t i = 0; i < g_plan_count; i++)
+        if (&g_plans[i].plan == p || (p->id && strcmp(g_plans[i].plan.id, p->id) == 0))
+            return &g_plans[i];
+    return NULL;
+}
+
+const vg_plan *by_id(const char *id)
+{
+    for (size_t i = 0; i < g_plan_count; i++)
+        if (strcmp(g_plans[i].plan.id, id) == 0)
+            return &g_plans[i].plan;
+    return NULL;
+}
+
+int ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
+
+/* K per split: a whole number of K tiles. */
+int k_per_split(const vg_plan *p, int k)
+{
+    int tiles = ceil_div(k, p->tile_k);
+    int per = ceil_div(tiles, p->split_k);
+    return per * p->tile_k;
+}
+
+/* The largest opt-in shared memory per block of the current device. */
+int device_smem_limit(void)
+{
+    int dev = 0, v = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess)
+        return 48 * 1024;
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+        return 48 * 1024;
+    return v;
+}
+
+vg_status cuda_fail(cudaError_t e, const char *what)
+{
+    return vg_fail(VG_ERR_CUDA, "%s: %s", what, cudaGetErrorString(e));
+}
+
+/* Kernel view of the weight of group 0 (per-group strides kept). */
+vg_status make_kweight(const vg_weight *w, KWeight *kw)
+{
+    vg_weight_layout lay;
+    vg_status st = vg_weight_layout_of(w->family, w->n, w->k, &lay);
+    if (st != VG_OK)
+        return st;
+    memset(kw, 0, sizeof *kw);
+    kw->q = static_cast<const uint8_t *>(w->q);
+    kw->scale = static_cast<const uint8_t *>(w->scale);
+    kw->zero = static_cast<const uint8_t *>(w->zero);
+    kw->tensor_scale = w->family == VG_FAMILY_NVFP4 ? w->tensor_scale : 1.0f;
+    kw->n = w->n;
+    kw->k = w->k;
+    kw->q_group_bytes = lay.q_bytes;
+    kw->scale_group_bytes = lay.scale_bytes;
+    kw->zero_group_bytes = lay.zero_bytes;
+    kw->scale_cols = lay.scale_cols;
+    kw->q_row_bytes = lay.q_bytes / (size_t)w->n;
+    return VG_OK;
+}
+
+int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+/* One launch of plan cp over rows [row0, row0+m) (dense) or all groups. */
+vg_status launch(const CudaPlan *cp, const vg_gemm_args *a, const KWeight &kw, const uint16_t *x,
+                 void *y, int32_t m, const int32_t *offsets_dev, int32_t max_rows, int32_t groups)
+{
+    const vg_plan *p = &cp->plan;
+    KParams kp;
+    memset(&kp, 0, sizeof kp);
+    kp.x = x;
+    kp.y = y;
+    kp.y_f16 = a->y_dtype == VG_DTYPE_F16;
+    kp.w = kw;
+    kp.m = m;
+    kp.offsets = offsets_dev;
+    kp.k_per_split = k_per_split(p, kw.k);
+    kp.x_vec_ok = aligned16(x) && (kw.k % 8) == 0;
+    kp.w_vec_ok = aligned16(kw.q) && (kw.q_row_bytes % 16) == 0 && (kw.q_group_bytes % 16) == 0;
+    const int splits = ceil_div(ceil_div(kw.k, p->tile_k), kp.k_per_split / p->tile_k);
+    if (splits > 1)
+        kp.ws = static_cast<float *>(a->workspace);
+    dim3 grid((unsigned)ceil_div(kw.n, p->tile_n), 1, (unsigned)splits);
+    if (offsets_dev) {
+        kp.mtiles = ceil_div(max_rows, p->tile_m);
+        if (kp.mtiles < 1)
+            kp.mtiles = 1;
+        grid.y = (unsigned)(groups * kp.mtiles);
+    } else {
+        grid.y = (unsigned)ceil_div(m, p->tile_m);
+    }
+    if (grid.y > 65535u)
+        return vg_fail(VG_ERR_LIMIT, "gemm %s: %u row tiles exceed the grid limit", p->id, grid.y);
+    cudaStream_t s = static_cast<cudaStream_t>(a->stream);
+    cudaError_t e = cp->fn[a->w.family](kp, grid, s);
+    if (e != cudaSuccess)
+        return cuda_fail(e, p->id);
+    if (splits > 1) {
+        const size_t count = (size_t)m * (size_t)kw.n;
+        int blocks = ceil_div((long)count, 256);
+        if (blocks > 4096)
+            blocks = 4096;
+        vg_splitk_reduce_kernel<<<blocks, 256, 0, s>>>(kp.ws, y, kp.y_f16, count, splits);
+        e = cudaGetLastError();
+        if (e != cudaSuccess)
+            return cuda_fail(e, "split-K reduction");
+    }
+    return VG_OK;
+}
+
+} /* namespace */
+
+extern "C" {
+
+size_t vg_cuda_plan_count(void) { return g_plan_count; }
+
+const vg_plan *vg_cuda_plan_at(size_t i) { return i < g_plan_count ? &g_plans[i].plan : NULL; }
+
+/* The one fixed rule.  Decode sizes (<= 16 rows): 32-wide N tiles, with
+ * split-K when the N tiles alone (times the groups) would leave most of a
+ * big GPU idle; <= 64 rows: the mid tile; above: the prefill tile. */
+const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k)
+{
+    (void)k;
+    if ((unsigned)f >= VG_FAMILY_COUNT || (unsigned)path >= VG_PATH_COUNT)
+        return NULL;
+    if (path == VG_PATH_GROUPED || path == VG_PATH_MOE) {
+        if (rows <= 16)
+            return by_id("cuda.grouped.decode.m16n32k256.s4.sk1");
+        return by_id("cuda.grouped.mid.m64n64k128.s4.sk1");
+    }
+    if (rows <= 16) {
+        const int tiles = ceil_div(n, 32);
+        if (tiles >= 96)
+            return by_id("cuda.dense.decode.m16n32k256.s4.sk1");
+        if (tiles >= 48)
+            return by_id("cuda.dense.decode.m16n32k256.s4.sk2");
+        return by_id("cuda.dense.decode.m16n32k256.s4.sk4");
+    }
+    if (rows <= 64)
+        return by_id(ceil_div(n, 64) >= 64 ? "cuda.dense.mid.m64n64k128.s4.sk1"
+                                           : "cuda.dense.mid.m64n64k128.s4.sk2");
+    return by_id("cuda.dense.prefill.m128n128k64.s3.sk1");
+}
+
+vg_status vg_cuda_workspace_bytes(const vg_plan *p, const vg_gemm_args *a, size_t *bytes)
+{
+    if (!p || !a || !bytes)
+        return vg_fail(VG_ERR_INVALID_ARG, "cuda workspace: NULL argument");
+    const CudaPlan *cp = find_plan(p);
+    if (!cp)
+        return vg_fail(VG_ERR_NOT_FOUND, "cuda workspace: unknown plan '%s'", p->id ? p->id : "");
+    *bytes = 0;
+    if (a->w.k <= 0 || a->w.n <= 0 || a->m <= 0)
+        return VG_OK;
+    const int per = k_per_split(&cp->plan, a->w.k);
+    const int splits = ceil_div(ceil_div(a->w.k, cp->plan.tile_k), per / cp->plan.tile_k);
+    if (splits <= 1)
+        return VG_OK;
+    /* loop: one group at a time; the others: all M rows. */
+    int32_t rows = a->m;
+    if (a->path == VG_PATH_LOOP && a->offsets_host)
+        rows = vg_gemm_max_group_rows(a);
+    *bytes = (size_t)splits * (size_t)rows * (size_t)a->w.n * sizeof(float);
+    return VG_OK;
+}
+
+vg_status vg_cuda_gemm(const vg_plan *p, const vg_gemm_args *a)
+{
+    vg_status st = vg_gemm_check_args(a);
+    if (st != VG_OK)
+        return st;
+    const CudaPlan *cp = find_plan(p);
+    if (!cp)
+        return vg_fail(VG_ERR_NOT_FOUND, "cuda gemm: unknown plan '%s'",
+                       p && p->id ? p->id : "(null)");
+    const int32_t rows = vg_gemm_max_group_rows(a);
+    if (!vg_plan_applies(&cp->plan, a->w.family, a->path, rows))
+        return vg_fail(VG_ERR_UNSUPPORTED, "cuda gemm: plan %s does not take %s %s with %d rows",
+                       cp->plan.id, vg_family_name(a->w.family), vg_path_name(a->path), (int)rows);
+    if (cp->smem[a->w.family] > device_smem_limit())
+        return vg_fail(VG_ERR_UNSUPPORTED,
+                       "cuda gemm: plan %s needs %d bytes of shared memory for %s, the device has %d",
+                       cp->plan.id, cp->smem[a->w.family], vg_family_name(a->w.family),
+                       device_smem_limit());
+    size_t need = 0;
+    st = vg_cuda_workspace_bytes(&cp->plan, a, &need);
+    if (st != VG_OK)
+        return st;
+    if (need > 0 && (!a->workspace || a->workspace_bytes < need))
+        return vg_fail(VG_ERR_INVALID_ARG,
+                       "cuda gemm: plan %s needs %zu bytes of workspace, got %zu", cp->plan.id,
+                       need, a->workspace ? a->workspace_bytes : (size_t)0);
+    if (a->m == 0)
+        return VG_OK;
+    KWeight kw;
+    st = make_kweight(&a->w, &kw);
+    if (st != VG_OK)
+        return st;
+
+    switch (a->path) {
+    case VG_PATH_DENSE:
+        return launch(cp, a, kw, a->x, a->y, a->m, NULL, a->m, 1);
+    case VG_PATH_GROUPED:
+    case VG_PATH_MOE:
+        return launch(cp, a, kw, a->x, a->y, a->m, a->offsets, rows, a->w.groups);
+    case VG_PATH_LOOP: {
+        const size_t ysize = a->y_dtype == VG_DTYPE_F16 ? 2 : 4;
+        for (int32_t g = 0; g < a->w.groups; g++) {
+            const int32_t r0 = a->offsets_host[g], r1 = a->offsets_host[g + 1];
+            if (r1 == r0)
+                continue;
+            KWeight kg = kw;
+            kg.q += (size_t)g * kw.q_group_bytes;
+            if (kg.scale)
+                kg.scale += (size_t)g * kw.scale_group_bytes;
+            if (kg.zero)
+                kg.zero += (size_t)g * kw.zero_group_bytes;
+            st = launch(cp, a, kg, a->x + (size_t)r0 * kw.k,
+                        static_cast<uint8_t *>(a->y) + (size_t)r0 * kw.n * ysize, r1 - r0, NULL,
+                        r1 - r0, 1);
+            if (st != VG_OK)
+                return st;
+        }
+        return VG_OK;
+    }
+    default:
+        return vg_fail(VG_ERR_INVALID_ARG, "cuda gemm: invalid path %d", (int)a->path);
+    }
+}
+
+} /* extern "C" */

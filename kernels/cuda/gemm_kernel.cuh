@@ -1,0 +1,498 @@
+/*
+ * The one GEMM mainloop every CUDA plan runs: Y = X * dequant(W)^T.
+ *
+ * Template parameters are the plan's data (block tile BM x BN x BK, warps
+ * WM x WN x WK, pipeline STAGES) and the family's dequantizer policy
+ * (dequant.cuh).  Split-K is a run-time value (gridDim.z).
+ *
+ * Block: rows BM of X (one M tile of one group), columns BN of W, the K range
+ * of its split.  Each stage holds the X tile (FP16, BM x BK) and the W tile
+ * (the family's raw bytes, BN x BK elements) in shared memory; on SM80+ they
+ * arrive by cp.async STAGES-1 tiles ahead of use, on SM70/75 by plain loads
+ * (same code shape, no overlap inside a block).
+ *
+ * Warps: WM x WN x WK.  Warp (wm, wn, wk) computes rows wm*WTM.., columns
+ * wn*WTN.. of the block tile over every WK-th 64-long K chunk of each stage;
+ * the WK partial sums are added through shared memory in fixed order at the
+ * end (deterministic).
+ *
+ * MMA: m16n8k16, FP16 inputs, FP32 accumulation.  K is permuted inside each
+ * 64-long chunk so that a thread's B fragments for four MMA steps are 16
+ * consecutive elements of one weight row (one 16-byte shared load for fp8):
+ * thread (lane/4 = row, lane%4 = q) takes real K q*16 + 4s + {0,1} as MMA K
+ * 2q, 2q+1 and q*16 + 4s + {2,3} as 2q+8, 2q+9 in step s.  A (X) uses the same
+ * permutation, so the dot products are unchanged (only their order).
+ *   SM80+   mma.sync.aligned.m16n8k16 (under __CUDA_ARCH__ >= 800)
+ *   SM75    two mma.sync.aligned.m16n8k8
+ *   SM70    mma.sync.aligned.m8n8k4 (under 700 <= __CUDA_ARCH__ < 750)
+ *   other   FP32 FMA emulation through warp shuffles (correct, slow)
+ *
+ * Output: split 1 writes Y (FP32 or FP16) directly; split S > 1 writes FP32
+ * partials to workspace [S][M][N], summed in split order by
+ * vg_splitk_reduce_kernel (deterministic, no atomics).
+ */
+#ifndef VG_CUDA_GEMM_KERNEL_CUH
+#define VG_CUDA_GEMM_KERNEL_CUH
+
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "dequant.cuh"
+
+/* Everything one launch needs; passed by value. */
+struct KParams {
+    const uint16_t *x;        /* [m][k] FP16 */
+    void *y;                  /* [m][n] */
+    int y_f16;
+    float *ws;                /* split-K partials [split][m][n] */
+    KWeight w;
+    int32_t m;
+    const int32_t *offsets;   /* device copy; NULL for dense */
+    int32_t mtiles;           /* M tiles per group (grouped) */
+    int32_t k_per_split;      /* multiple of BK */
+    int x_vec_ok;             /* X rows may be read 16 bytes at a time */
+    int w_vec_ok;             /* W rows likewise */
+};
+
+/* ---- small device helpers ---------------------------------------------------- */
+
+static __device__ __forceinline__ uint32_t smem_addr(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+static __device__ __forceinline__ void cp_async16(void *dst, const void *src)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src));
+#else
+    *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(src);
+#endif
+}
+
+static __device__ __forceinline__ void cp_async_commit()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+template <int N>
+static __device__ __forceinline__ void cp_async_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+/* c += A(16x16) * B(16x8), fragments in the m16n8k16 layout:
+ * a0 (row r, k 2q..2q+1), a1 (row r+8, same k), a2 (row r, k 2q+8..),
+ * a3 (row r+8, k 2q+8..); b0 (k 2q.., col r), b1 (k 2q+8.., col r);
+ * c0,c1 (row r, cols 2q, 2q+1), c2,c3 (row r+8, same cols); r = lane/4. */
+static __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0,
+                                                uint32_t b1)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b0));
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[2]), "r"(a[3]), "r"(b1));
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    /* Volta: four m8n8k4 per quadpair.  A quadpair (lanes 4p..4p+3 and
+     * 4p+16..4p+19) multiplies an 8x4 A by a 4x8 B: its thread i (i = lane%4,
+     * +4 for the upper half) holds row i of A and column i of B, four
+     * consecutive K each, and 8 FP32 results at row (lane&1) + (j&2)
+     * (+4 upper), column (j&4) + (lane&2) + (j&1).  Quadpair p = 0..3 takes
+     * the 16x8x16 product's rows 8*(p&1).., K quarter pair (p>>1)*2, +1;
+     * the two quadpairs of a row half add their results by a shuffle. */
+    const int lane = threadIdx.x & 31;
+    const int p = (lane >> 2) & 3;          /* quadpair */
+    const int i = (lane & 3) + ((lane >> 4) << 2); /* row/col index inside it, 0..7 */
+    const int mh = p & 1;                   /* row half of the 16x8 tile */
+    float d[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+    for (int t = 0; t < 2; t++) {
+        /* K quarter kq = 2*(p>>1) + t covers MMA K 4kq..4kq+3, i.e. the
+         * pairs held by source lanes with q = (4kq%8)/2 and q+1, register
+         * half kq/2 (k < 8: a0/a1 and b0; k >= 8: a2/a3 and b1). */
+        const int kq = 2 * (p >> 1) + t;
+        const int qsrc = (kq & 1) * 2;
+        const int hi = kq >> 1;
+        /* A row (8*mh + i) of the tile is row i of register a[2*hi + mh] in
+         * lanes i*4 + q; every lane shuffles all candidates (a shuffle reads
+         * the source lane's variable) and keeps the one it needs. */
+        uint32_t av0 = 0, av1 = 0, bv0 = 0, bv1 = 0;
+#pragma unroll
+        for (int rg = 0; rg < 4; rg++) {
+            const uint32_t v0 = __shfl_sync(0xFFFFFFFFu, a[rg], i * 4 + qsrc);
+            const uint32_t v1 = __shfl_sync(0xFFFFFFFFu, a[rg], i * 4 + qsrc + 1);
+            if (rg == 2 * hi + mh) {
+                av0 = v0;
+                av1 = v1;
+            }
+        }
+        {
+            const uint32_t u0 = __shfl_sync(0xFFFFFFFFu, b0, i * 4 + qsrc);
+            const uint32_t u1 = __shfl_sync(0xFFFFFFFFu, b0, i * 4 + qsrc + 1);
+            const uint32_t w0 = __shfl_sync(0xFFFFFFFFu, b1, i * 4 + qsrc);
+            const uint32_t w1 = __shfl_sync(0xFFFFFFFFu, b1, i * 4 + qsrc + 1);
+            bv0 = hi ? w0 : u0;
+            bv1 = hi ? w1 : u1;
+        }
+        asm volatile(
+            "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%0,%1,%2,%3,%4,%5,%6,%7}, "
+            "{%8,%9}, {%10,%11}, {%0,%1,%2,%3,%4,%5,%6,%7};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+              "+f"(d[6]), "+f"(d[7])
+            : "r"(av0), "r"(av1), "r"(bv0), "r"(bv1));
+    }
+    /* d holds rows 8*mh + (lane&1) + (j&2) (+4 upper), cols (j&4)+(lane&2)+(j&1)
+     * of this quadpair's K half; quadpair p^2 holds the other K half. */
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        d[j] += __shfl_xor_sync(0xFFFFFFFFu, d[j], 8);
+    /* Gather into the m16n8k16 C layout: c[e] is row r + 8*(e>>1), col 2q + (e&1). */
+    const int r = lane >> 2, q = lane & 3;
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const int row = r;                  /* inside the row half */
+        const int half = e >> 1;
+        const int col = 2 * q + (e & 1);
+        /* owner inside quadpair p' = half (K half 0): index i' with
+         * (i'&1) = row&1 ... choose lane: row = (lane&1) + (j&2) + 4*(lane>=16) */
+        const int up = row >> 2;
+        const int l_lo = (row & 1) | (col & 2);  /* lane bits 0 and 1 */
+        const int src = (up << 4) | (half << 2) | l_lo;
+        const int j = (col & 4) | (row & 2) | (col & 1);
+        float v = 0.0f;
+#pragma unroll
+        for (int jj = 0; jj < 8; jj++) {
+            const float t = __shfl_sync(0xFFFFFFFFu, d[jj], src);
+            v = (jj == j) ? t : v;
+        }
+        c[e] += v;
+    }
+#else
+    /* Any other arch: FP32 FMA through shuffles, same fragment layout. */
+    const int lane = threadIdx.x & 31;
+    const int q = lane & 3;
+#pragma unroll
+    for (int qs = 0; qs < 4; qs++) {
+        const int srca = (lane & ~3) | qs;
+        uint32_t av[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            av[j] = __shfl_sync(0xFFFFFFFFu, a[j], srca);
+#pragma unroll
+        for (int jc = 0; jc < 2; jc++) {
+            const int srcb = (2 * q + jc) * 4 + qs;
+            const uint32_t bv0 = __shfl_sync(0xFFFFFFFFu, b0, srcb);
+            const uint32_t bv1 = __shfl_sync(0xFFFFFFFFu, b1, srcb);
+            const float2 x0 = __half22float2(*reinterpret_cast<const __half2 *>(&av[0]));
+            const float2 x1 = __half22float2(*reinterpret_cast<const __half2 *>(&av[1]));
+            const float2 x2 = __half22float2(*reinterpret_cast<const __half2 *>(&av[2]));
+            const float2 x3 = __half22float2(*reinterpret_cast<const __half2 *>(&av[3]));
+            const float2 y0 = __half22float2(*reinterpret_cast<const __half2 *>(&bv0));
+            const float2 y1 = __half22float2(*reinterpret_cast<const __half2 *>(&bv1));
+            c[jc] += x0.x * y0.x + x0.y * y0.y + x2.x * y1.x + x2.y * y1.y;
+            c[2 + jc] += x1.x * y0.x + x1.y * y0.y + x3.x * y1.x + x3.y * y1.y;
+        }
+    }
+#endif
+}
+
+/* Shared-memory row strides (bytes) chosen so that the 16-byte fragment
+ * reads of a quarter warp hit distinct banks. */
+template <int BYTES>
+struct WStride {
+    static constexpr int value = BYTES + ((64 - (BYTES % 128) + 128) % 128);
+};
+template <int BYTES>
+struct XStride {
+    static constexpr int value = BYTES + ((16 - (BYTES % 32) + 32) % 32);
+};
+
+template <class Deq, int BM, int BN, int BK, int WM, int WN, int WK, int STAGES>
+struct GemmCfg {
+    static constexpr int kThreads = WM * WN * WK * 32;
+    static constexpr int kWRowBytes = BK * Deq::kBits / 8;
+    static constexpr int kWStride = WStride<kWRowBytes>::value;
+    static constexpr int kXStride = XStride<BK * 2>::value;
+    static constexpr int kStageBytes = BN * kWStride + BM * kXStride;
+    static constexpr int kSmemMain = STAGES * kStageBytes;
+    static constexpr int WTM = BM / WM, WTN = BN / WN;
+    static constexpr int MI = WTM / 16, NI = WTN / 8;
+    static constexpr int kRedBytes = (WK - 1) * BM * BN * 4;
+    static constexpr int kSmem = kSmemMain > kRedBytes ? kSmemMain : kRedBytes;
+    static_assert(WTM % 16 == 0 && WTN % 8 == 0, "warp tile must be a multiple of 16x8");
+    static_assert(BK % (64 * WK) == 0, "each warp takes whole 64-long K chunks");
+    static_assert(Deq::kScaleK % 64 == 0, "scale blocks hold whole chunks");
+};
+
+/* Loads one stage: W rows n0.. (BN), X rows of the block (BM), K k0..k0+BK. */
+template <class Deq, class C, int BM, int BN, int BK>
+static __device__ __forceinline__ void load_stage(uint8_t *ws_, uint8_t *xs_, const KParams &p,
+                                                  const uint8_t *wq, int n0, int row0, int rows,
+                                                  int k0)
+{
+    constexpr int WCH = C::kWRowBytes / 16;          /* 16-byte chunks per W row */
+    constexpr int XCH = BK * 2 / 16;                 /* per X row */
+    const int tid = threadIdx.x;
+    const size_t wrow = p.w.q_row_bytes;
+    const size_t kbyte0 = (size_t)k0 * Deq::kBits / 8;
+    for (int c = tid; c < BN * WCH; c += C::kThreads) {
+        const int r = c / WCH, ch = c % WCH;
+        uint8_t *dst = ws_ + r * C::kWStride + ch * 16;
+        const int n = n0 + r;
+        const size_t off = kbyte0 + (size_t)ch * 16;
+        if (n < p.w.n && off + 16 <= wrow && p.w_vec_ok) {
+            cp_async16(dst, wq + (size_t)n * wrow + off);
+        } else {
+            uint32_t v[4] = {0, 0, 0, 0};
+            if (n < p.w.n)
+                for (int b = 0; b < 16 && off + b < wrow; b++)
+                    v[b >> 2] |= (uint32_t)wq[(size_t)n * wrow + off + b] << (8 * (b & 3));
+            *reinterpret_cast<uint4 *>(dst) = make_uint4(v[0], v[1], v[2], v[3]);
+        }
+    }
+    const int K = p.w.k;
+    for (int c = tid; c < BM * XCH; c += C::kThreads) {
+        const int r = c / XCH, ch = c % XCH;
+        uint8_t *dst = xs_ + r * C::kXStride + ch * 16;
+        const int kk = k0 + ch * 8;
+        const uint16_t *src = p.x + (size_t)(row0 + r) * K + kk;
+        if (r < rows && kk + 8 <= K && p.x_vec_ok) {
+            cp_async16(dst, src);
+        } else {
+            uint32_t v[4] = {0, 0, 0, 0};
+            if (r < rows)
+                for (int e = 0; e < 8 && kk + e < K; e++)
+                    v[e >> 1] |= (uint32_t)src[e] << (16 * (e & 1));
+            *reinterpret_cast<uint4 *>(dst) = make_uint4(v[0], v[1], v[2], v[3]);
+        }
+    }
+}
+
+template <class Deq, int BM, int BN, int BK, int WM, int WN, int WK, int STAGES>
+__global__ void __launch_bounds__(WM *WN *WK * 32)
+    vg_gemm_kernel(const KParams p)
+{
+    using C = GemmCfg<Deq, BM, BN, BK, WM, WN, WK, STAGES>;
+    constexpr int MI = C::MI, NI = C::NI;
+    extern __shared__ __align__(16) uint8_t smem[];
+
+    /* Which rows: dense M tile, or group g's tile mt. */
+    int g = 0, row0, rows;
+    if (p.offsets) {
+        g = blockIdx.y / p.mtiles;
+        const int mt = blockIdx.y % p.mtiles;
+        const int beg = __ldg(p.offsets + g), end = __ldg(p.offsets + g + 1);
+        row0 = beg + mt * BM;
+        rows = min(BM, end - row0);
+    } else {
+        row0 = blockIdx.y * BM;
+        rows = min(BM, p.m - row0);
+    }
+    if (rows <= 0)
+        return; /* an empty group (or tile): nothing to write */
+
+    const int n0 = blockIdx.x * BN;
+    const int kbeg = blockIdx.z * p.k_per_split;
+    const int kend = min(p.w.k, kbeg + p.k_per_split);
+    const int ktiles = kend > kbeg ? (kend - kbeg + BK - 1) / BK : 0;
+    const uint8_t *wq = p.w.q + (size_t)g * p.w.q_group_bytes;
+
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int wk = warp % WK, wn = (warp / WK) % WN, wm = warp / (WK * WN);
+    const int lr = lane >> 2, lq = lane & 3;
+
+    float acc[MI][NI][4];
+    float tmp[Deq::kPostScale ? MI : 1][Deq::kPostScale ? NI : 1][4];
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+        for (int j = 0; j < NI; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[i][j][e] = 0.0f;
+    for (int i = 0; i < (Deq::kPostScale ? MI : 1); i++)
+        for (int j = 0; j < (Deq::kPostScale ? NI : 1); j++)
+            for (int e = 0; e < 4; e++)
+                tmp[i][j][e] = 0.0f;
+    int cur_kb = -1;
+
+    /* Adds tmp (the MMA sum over one scale block) times the block's scale
+     * to acc. */
+    auto flush = [&](int kb) {
+        if constexpr (Deq::kPostScale) {
+        if (kb < 0)
+            return;
+#pragma unroll
+        for (int j = 0; j < NI; j++) {
+            const int nc = n0 + wn * C::WTN + j * 8 + 2 * lq;
+            const int nc0 = min(nc, p.w.n - 1), nc1 = min(nc + 1, p.w.n - 1);
+            const float s0 = Deq::postscale(p.w, g, nc0, kb);
+            const float s1 = Deq::postscale(p.w, g, nc1, kb);
+#pragma unroll
+            for (int i = 0; i < MI; i++) {
+                acc[i][j][0] += s0 * tmp[i][j][0];
+                acc[i][j][1] += s1 * tmp[i][j][1];
+                acc[i][j][2] += s0 * tmp[i][j][2];
+                acc[i][j][3] += s1 * tmp[i][j][3];
+                tmp[i][j][0] = tmp[i][j][1] = tmp[i][j][2] = tmp[i][j][3] = 0.0f;
+            }
+        }
+        } else {
+            (void)kb;
+        }
+    };
+
+    /* Prologue: STAGES-1 tiles in flight. */
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < ktiles) {
+            uint8_t *st = smem + s * C::kStageBytes;
+            load_stage<Deq, C, BM, BN, BK>(st, st + BN * C::kWStride, p, wq, n0, row0, rows,
+                                           kbeg + s * BK);
+        }
+        cp_async_commit();
+    }
+
+    for (int t = 0; t < ktiles; t++) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        {
+            const int tn = t + STAGES - 1;
+            if (tn < ktiles) {
+                uint8_t *st = smem + (tn % STAGES) * C::kStageBytes;
+                load_stage<Deq, C, BM, BN, BK>(st, st + BN * C::kWStride, p, wq, n0, row0, rows,
+                                               kbeg + tn * BK);
+            }
+            cp_async_commit();
+        }
+        const uint8_t *wst = smem + (t % STAGES) * C::kStageBytes;
+        const uint8_t *xst = wst + BN * C::kWStride;
+        const int k0 = kbeg + t * BK;
+#pragma unroll
+        for (int ch = wk; ch < BK / 64; ch += WK) {
+            const int kc = ch * 64; /* chunk start inside the tile */
+            if (k0 + kc >= kend)
+                break; /* past K (or the split): zero-filled, and its scales don't exist */
+            if constexpr (Deq::kPostScale) {
+                const int kb = (k0 + kc) / Deq::kScaleK;
+                if (kb != cur_kb) {
+                    flush(cur_kb);
+                    cur_kb = kb;
+                }
+            }
+            /* X: 16 consecutive K (this thread's q slice) of rows lr, lr+8. */
+            uint32_t xa[MI][2][8];
+#pragma unroll
+            for (int i = 0; i < MI; i++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const uint8_t *src = xst + (wm * C::WTM + i * 16 + lr + 8 * h) * C::kXStride +
+                                         (kc + lq * 16) * 2;
+                    const uint4 u0 = *reinterpret_cast<const uint4 *>(src);
+                    const uint4 u1 = *reinterpret_cast<const uint4 *>(src + 16);
+                    xa[i][h][0] = u0.x; xa[i][h][1] = u0.y; xa[i][h][2] = u0.z; xa[i][h][3] = u0.w;
+                    xa[i][h][4] = u1.x; xa[i][h][5] = u1.y; xa[i][h][6] = u1.z; xa[i][h][7] = u1.w;
+                }
+#pragma unroll
+            for (int j = 0; j < NI; j++) {
+                const int nr = wn * C::WTN + j * 8 + lr; /* row of the W tile */
+                uint32_t pre = 0;
+                if constexpr (Deq::kPreScale)
+                    pre = Deq::prescale(p.w, g, min(n0 + nr, p.w.n - 1),
+                                        min(k0 + kc + lq * 16, p.w.k - 1));
+                uint32_t b[8];
+                Deq::decode16(wst + nr * C::kWStride + (kc + lq * 16) * Deq::kBits / 8, pre, b);
+#pragma unroll
+                for (int s = 0; s < 4; s++)
+#pragma unroll
+                    for (int i = 0; i < MI; i++) {
+                        const uint32_t a[4] = {xa[i][0][2 * s], xa[i][1][2 * s], xa[i][0][2 * s + 1],
+                                               xa[i][1][2 * s + 1]};
+                        if constexpr (Deq::kPostScale)
+                            mma16816(tmp[Deq::kPostScale ? i : 0][Deq::kPostScale ? j : 0], a,
+                                     b[2 * s], b[2 * s + 1]);
+                        else
+                            mma16816(acc[i][j], a, b[2 * s], b[2 * s + 1]);
+                    }
+            }
+        }
+    }
+    cp_async_wait<0>();
+    flush(cur_kb);
+
+    /* Add the WK partial sums in fixed order (wk = 1, 2, ...) into wk 0. */
+    if constexpr (WK > 1) {
+        __syncthreads(); /* every warp is done with the pipeline's shared memory */
+        float *red = reinterpret_cast<float *>(smem);
+        auto slot = [&](int w, int i, int j, int e) -> float & {
+            const int row = wm * C::WTM + i * 16 + lr + 8 * (e >> 1);
+            const int col = wn * C::WTN + j * 8 + 2 * lq + (e & 1);
+            return red[((w - 1) * BM + row) * BN + col];
+        };
+        if (wk > 0)
+#pragma unroll
+            for (int i = 0; i < MI; i++)
+#pragma unroll
+                for (int j = 0; j < NI; j++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        slot(wk, i, j, e) = acc[i][j][e];
+        __syncthreads();
+        if (wk != 0)
+            return;
+        for (int w = 1; w < WK; w++)
+#pragma unroll
+            for (int i = 0; i < MI; i++)
+#pragma unroll
+                for (int j = 0; j < NI; j++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        acc[i][j][e] += slot(w, i, j, e);
+    }
+
+    const float es = Deq::epilogue(p.w);
+    const int N = p.w.n;
+    const bool split = gridDim.z > 1;
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+        for (int j = 0; j < NI; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = wm * C::WTM + i * 16 + lr + 8 * (e >> 1);
+                const int col = n0 + wn * C::WTN + j * 8 + 2 * lq + (e & 1);
+                if (r >= rows || col >= N)
+                    continue;
+                const size_t idx = (size_t)(row0 + r) * N + col;
+                const float v = acc[i][j][e] * es;
+                if (split)
+                    p.ws[(size_t)blockIdx.z * p.m * N + idx] = v;
+                else if (p.y_f16)
+                    reinterpret_cast<__half *>(p.y)[idx] = __float2half_rn(v);
+                else
+                    reinterpret_cast<float *>(p.y)[idx] = v;
+            }
+}
+
+/* Y[i] = sum over s = 0..S-1 of ws[s][i], in that order. */
+__global__ void vg_splitk_reduce_kernel(const float *ws, void *y, int y_f16, size_t count,
+                                        int splits);
+
+#endif

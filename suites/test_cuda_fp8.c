@@ -1,0 +1,466 @@
+/*
+ * The block-FP8 CUDA kernels on a device: every plan on every path (dense,
+ * grouped, loop, moe) against the FP64 reference on generated cases,
+ * including the real wo_a shape (8 groups, N=1024, K=4096, 1..16 tokens per
+ * group) and a large prefill shape; every E4M3 code through the kernel's bit
+ * decode; bad arguments refused without a launch; a grouped decode launch
+ * captured in a CUDA graph; split-K bitwise deterministic.  Without a device
+ * every test is skipped.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_cuda_util.h"
+
+/* Every E4M3 code (the two NaN codes excepted) decoded through each dense
+ * plan: X one-hot (row m picks k = m), W[n][k] = code (n + k) mod 256, block
+ * scales 0.375 and 6 on the two N blocks: Y[m][n] must equal
+ * e4m3(code(n + m)) * scale exactly (one exact product per output). */
+static void test_e4m3_every_code(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    const int32_t M = 16, N = 256, K = 256;
+    uint8_t *q = malloc((size_t)N * K);
+    float scale[2 * 2] = {0.375f, 0.375f, 6.0f, 6.0f};
+    uint16_t *x = calloc((size_t)M * K, 2);
+    assert_non_null(q);
+    assert_non_null(x);
+    for (int32_t n = 0; n < N; n++)
+        for (int32_t k = 0; k < K; k++) {
+            uint8_t c = (uint8_t)((n + k) & 0xFF);
+            if ((c & 0x7F) == 0x7F)
+                c = (uint8_t)(c & 0x80); /* NaN codes become +-0 */
+            q[(size_t)n * K + k] = c;
+        }
+    for (int32_t m = 0; m < M; m++)
+        x[(size_t)m * K + m] = vg_f32_to_fp16(1.0f);
+    void *dq = tc_upload(q, (size_t)N * K), *ds = tc_upload(scale, sizeof scale);
+    void *dx = tc_upload(x, (size_t)M * K * 2), *dy = tc_upload(NULL, (size_t)M * N * 4);
+    void *dws = tc_upload(NULL, (size_t)8 * M * N * 4);
+    vg_gemm_args a;
+    memset(&a, 0, sizeof a);
+    a.path = VG_PATH_DENSE;
+    a.m = M;
+    a.w.family = VG_FAMILY_FP8;
+    a.w.n = N;
+    a.w.k = K;
+    a.w.groups = 1;
+    a.w.q = dq;
+    a.w.scale = ds;
+    a.w.tensor_scale = 1.0f;
+    a.x = dx;
+    a.y = dy;
+    a.y_dtype = VG_DTYPE_F32;
+    a.workspace = dws;
+    a.workspace_bytes = (size_t)8 * M * N * 4;
+    float *y = malloc((size_t)M * N * 4);
+    assert_non_null(y);
+    int ran = 0;
+    for (size_t i = 0; i < vg_cuda_plan_count(); i++) {
+        const vg_plan *p = vg_cuda_plan_at(i);
+        if (!vg_plan_applies(p, VG_FAMILY_FP8, VG_PATH_DENSE, M))
+            continue;
+        assert_int_equal(vg_cuda_memset(dy, 0xFF, (size_t)M * N * 4), VG_OK);
+        assert_int_equal(vg_cuda_gemm(p, &a), VG_OK);
+        assert_int_equal(vg_cuda_synchronize(NULL), VG_OK);
+        assert_int_equal(vg_cuda_copy_to_host(y, dy, (size_t)M * N * 4), VG_OK);
+        for (int32_t m = 0; m < M; m++)
+            for (int32_t n = 0; n < N; n++) {
+                const uint8_t c = q[(size_t)n * K + m];
+                const float want = vg_e4m3_to_f32(c) * scale[(n / 128) * 2];
+                const float got = y[(size_t)m * N + n];
+                if (!(got == want)) {
+                    print_error("plan %s: code 0x%02x gave %.9g, want %.9g\n", p->id, c,
+                                (double)got, (double)want);
+                    fail();
+                }
+            }
+        ran++;
+    }
+    assert_true(ran > 0);
+    free(y);
+    free(q);
+    free(x);
+    vg_cuda_free(dq);
+    vg_cuda_free(ds);
+    vg_cuda_free(dx);
+    vg_cuda_free(dy);
+    vg_cuda_free(dws);
+}
+
+/* Dense, every plan, at shapes that hit the fast paths and the ragged ones
+ * (N and K not multiples of the tiles, K not a multiple of 16). */
+static void test_dense_every_plan(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    static const int32_t shapes[][3] = {
+        {1, 256, 384}, {7, 200, 392}, {16, 512, 1024}, {3, 130, 200},
+        {33, 256, 512}, {64, 128, 256}, {100, 300, 264}, {5, 64, 4096},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        tc_case c;
+        tc_make(&c, VG_FAMILY_FP8, VG_PATH_DENSE, shapes[i][0], shapes[i][1], shapes[i][2], 1,
+                NULL, 100 + i);
+        assert_true(tc_run_all_plans(&c, tc_tol(VG_FAMILY_FP8, VG_DTYPE_F32)) > 0);
+        tc_free(&c);
+    }
+}
+
+/* FP16 output through a decode, a mid and the prefill plan. */
+static void test_dense_fp16_output(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    static const int32_t ms[] = {4, 40, 130};
+    for (size_t i = 0; i < 3; i++) {
+        tc_case c;
+        tc_make(&c, VG_FAMILY_FP8, VG_PATH_DENSE, ms[i], 256, 512, 1, NULL, 7 + i);
+        c.args.y_dtype = VG_DTYPE_F16;
+        assert_true(tc_run_all_plans(&c, tc_tol(VG_FAMILY_FP8, VG_DTYPE_F16)) > 0);
+        tc_free(&c);
+    }
+}
+
+/* Grouped and moe (grouped plans), loop (dense plans), with empty groups and
+ * uneven counts. */
+static void test_grouped_loop_moe_every_plan(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    static const int32_t counts[][4] = {
+        {1, 1, 1, 1}, {3, 3, 3, 3}, {16, 16, 16, 16}, {0, 5, 0, 16}, {2, 0, 7, 1},
+    };
+    static const vg_path paths[] = {VG_PATH_GROUPED, VG_PATH_LOOP, VG_PATH_MOE};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        for (size_t p = 0; p < 3; p++) {
+            int32_t off[5];
+            tc_offsets(off, counts[i], 4);
+            tc_case c;
+            tc_make(&c, VG_FAMILY_FP8, paths[p], off[4], 320, 640, 4, off, 30 + i);
+            assert_true(tc_run_all_plans(&c, tc_tol(VG_FAMILY_FP8, VG_DTYPE_F32)) > 0);
+            tc_free(&c);
+        }
+    /* moe above 16 rows per group: the grouped mid plan. */
+    int32_t cnt[4] = {40, 0, 17, 3}, off[5];
+    tc_offsets(off, cnt, 4);
+    tc_case c;
+    tc_make(&c, VG_FAMILY_FP8, VG_PATH_MOE, off[4], 256, 512, 4, off, 77);
+    assert_true(tc_run_all_plans(&c, tc_tol(VG_FAMILY_FP8, VG_DTYPE_F32)) > 0);
+    tc_free(&c);
+}
+
+/* The DeepSeek wo_a shape: 8 groups, N=1024, K=4096, 1..16 tokens per group,
+ * grouped (every grouped plan) and loop (every dense plan).  The reference
+ * is computed once at 16 tokens; t tokens take each group's first t rows. */
+static void test_wo_a_shape(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    const int32_t G = 8, N = 1024, K = 4096, T = 16;
+    int32_t off[9], cnt[8];
+    for (int g = 0; g < G; g++)
+        cnt[g] = T;
+    tc_offsets(off, cnt, G);
+    tc_case full;
+    tc_make(&full, VG_FAMILY_FP8, VG_PATH_GROUPED, G * T, N, K, G, off, 2026);
+    for (int32_t t = 1; t <= T; t++) {
+        for (int p = 0; p < 2; p++) {
+            tc_case c = full; /* shares the weight and its device copy */
+            c.path = p == 0 ? VG_PATH_GROUPED : VG_PATH_LOOP;
+            c.m = G * t;
+            int32_t o[9], ct[8];
+            for (int g = 0; g < G; g++)
+                ct[g] = t;
+            tc_offsets(o, ct, G);
+            uint16_t *x = malloc((size_t)c.m * K * 2);
+            double *ref = malloc((size_t)c.m * N * sizeof(double));
+            assert_non_null(x);
+            assert_non_null(ref);
+            for (int g = 0; g < G; g++)
+                for (int j = 0; j < t; j++) {
+                    memcpy(x + (size_t)(g * t + j) * K, full.x16 + (size_t)(g * T + j) * K,
+                           (size_t)K * 2);
+                    memcpy(ref + (size_t)(g * t + j) * N, full.ref + (size_t)(g * T + j) * N,
+                           (size_t)N * sizeof(double));
+                }
+            assert_int_equal(vg_cuda_copy_to_device(full.d_x, x, (size_t)c.m * K * 2), VG_OK);
+            assert_int_equal(vg_cuda_copy_to_device(full.d_off, o, sizeof o), VG_OK);
+            c.offsets = o;
+            c.ref = ref;
+            c.args.path = c.path;
+            c.args.m = c.m;
+            c.args.offsets_host = o;
+            assert_true(tc_run_all_plans(&c, tc_tol(VG_FAMILY_FP8, VG_DTYPE_F32)) > 0);
+            free(x);
+            free(ref);
+        }
+    }
+    tc_free(&full);
+}
+
+/* Prefill M=1024, N=K=4096: every element checked written, 32 rows spread
+ * over M checked against the reference. */
+static void test_prefill_large(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    const int32_t M = 1024, N = 4096, K = 4096, S = 32;
+    tc_case c;
+    /* Build with M = S rows for the reference, then widen X to M rows whose
+     * rows i*(M/S) are the reference rows. */
+    tc_make(&c, VG_FAMILY_FP8, VG_PATH_DENSE, S, N, K, 1, NULL, 4242);
+    uint16_t *x = malloc((size_t)M * K * 2);
+    assert_non_null(x);
+    uint64_t s = 99;
+    for (size_t i = 0; i < (size_t)M * K; i++)
+        x[i] = vg_f32_to_fp16(tc_uniform(&s));
+    for (int32_t r = 0; r < S; r++)
+        memcpy(x + (size_t)r * (M / S) * K, c.x16 + (size_t)r * K, (size_t)K * 2);
+    void *dx = tc_upload(x, (size_t)M * K * 2), *dy = tc_upload(NULL, (size_t)M * N * 4);
+    vg_gemm_args a = c.args;
+    a.m = M;
+    a.x = dx;
+    a.y = dy;
+    float *y = malloc((size_t)M * N * 4);
+    float *ys = malloc((size_t)S * N * 4);
+    assert_non_null(y);
+    assert_non_null(ys);
+    int ran = 0;
+    for (size_t i = 0; i < vg_cuda_plan_count(); i++) {
+        const vg_plan *p = vg_cuda_plan_at(i);
+        if (!vg_plan_applies(p, VG_FAMILY_FP8, VG_PATH_DENSE, M))
+            continue;
+        size_t need = 0;
+        assert_int_equal(vg_cuda_workspace_bytes(p, &a, &need), VG_OK);
+        void *ws = tc_upload(NULL, need);
+        a.workspace = ws;
+        a.workspace_bytes = need;
+        assert_int_equal(vg_cuda_memset(dy, 0xFF, (size_t)M * N * 4), VG_OK);
+        assert_int_equal(vg_cuda_gemm(p, &a), VG_OK);
+        assert_int_equal(vg_cuda_synchronize(NULL), VG_OK);
+        assert_int_equal(vg_cuda_copy_to_host(y, dy, (size_t)M * N * 4), VG_OK);
+        for (size_t e = 0; e < (size_t)M * N; e++)
+            if (!isfinite(y[e])) {
+                print_error("plan %s: Y[%zu][%zu] not written\n", p->id, e / N, e % N);
+                fail();
+            }
+        for (int32_t r = 0; r < S; r++)
+            memcpy(ys + (size_t)r * N, y + (size_t)r * (M / S) * N, (size_t)N * 4);
+        tc_check(&c, ys, tc_tol(VG_FAMILY_FP8, VG_DTYPE_F32), p->id);
+        vg_cuda_free(ws);
+        ran++;
+    }
+    assert_true(ran > 0);
+    free(x);
+    free(y);
+    free(ys);
+    vg_cuda_free(dx);
+    vg_cuda_free(dy);
+    tc_free(&c);
+}
+
+/* Y must still hold the poison: nothing launched. */
+static void assert_untouched(tc_case *c, const char *what)
+{
+    assert_int_equal(vg_cuda_synchronize(NULL), VG_OK);
+    const size_t bytes = (size_t)c->m * c->n * 4;
+    uint8_t *y = malloc(bytes);
+    assert_non_null(y);
+    assert_int_equal(vg_cuda_copy_to_host(y, c->d_y, bytes), VG_OK);
+    for (size_t i = 0; i < bytes; i++)
+        if (y[i] != 0xFF) {
+            print_error("%s: Y changed at byte %zu although the call was refused\n", what, i);
+            fail();
+        }
+    free(y);
+}
+
+static void expect_refused(tc_case *c, const vg_plan *p, const vg_gemm_args *a, vg_status want,
+                           const char *what)
+{
+    tc_poison(c);
+    vg_status st = vg_cuda_gemm(p, a);
+    if (st != want) {
+        print_error("%s: got %s, want %s\n", what, vg_status_str(st), vg_status_str(want));
+        fail();
+    }
+    assert_true(strlen(vg_last_error()) > 0);
+    assert_untouched(c, what);
+}
+
+static void test_bad_arguments_refused(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    int32_t cnt[4] = {2, 2, 2, 2}, off[5];
+    tc_offsets(off, cnt, 4);
+    tc_case c;
+    tc_make(&c, VG_FAMILY_FP8, VG_PATH_GROUPED, 8, 256, 512, 4, off, 5);
+    const vg_plan *grouped = vg_cuda_heuristic(VG_FAMILY_FP8, VG_PATH_GROUPED, 2, 256, 512);
+    assert_non_null(grouped);
+    vg_gemm_args a;
+
+    int32_t bad[5] = {0, 4, 2, 6, 8}; /* decreasing */
+    a = c.args;
+    a.offsets_host = bad;
+    expect_refused(&c, grouped, &a, VG_ERR_INVALID_ARG, "decreasing offsets");
+
+    int32_t short_end[5] = {0, 2, 4, 6, 7}; /* does not end at M */
+    a = c.args;
+    a.offsets_host = short_end;
+    expect_refused(&c, grouped, &a, VG_ERR_INVALID_ARG, "offsets end before M");
+
+    a = c.args;
+    a.w.scale = NULL;
+    expect_refused(&c, grouped, &a, VG_ERR_INVALID_ARG, "NULL scales");
+
+    a = c.args;
+    a.w.n = 0;
+    expect_refused(&c, grouped, &a, VG_ERR_INVALID_ARG, "N = 0");
+
+    a = c.args;
+    a.offsets = NULL;
+    expect_refused(&c, grouped, &a, VG_ERR_INVALID_ARG, "no device offsets");
+
+    vg_plan unknown = *grouped;
+    unknown.id = "cuda.no.such.plan";
+    expect_refused(&c, &unknown, &c.args, VG_ERR_NOT_FOUND, "unknown plan");
+
+    /* A dense plan on the grouped path, a decode plan above its rows. */
+    const vg_plan *dense = vg_cuda_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, 2, 256, 512);
+    expect_refused(&c, dense, &c.args, VG_ERR_UNSUPPORTED, "dense plan on the grouped path");
+    a = c.args;
+    a.path = VG_PATH_DENSE;
+    a.w.groups = 1;
+    a.offsets = NULL;
+    a.offsets_host = NULL;
+    a.m = 8;
+    const vg_plan *split = NULL;
+    for (size_t i = 0; i < vg_cuda_plan_count(); i++) {
+        const vg_plan *p = vg_cuda_plan_at(i);
+        if (p->path == VG_PATH_DENSE && p->split_k > 1 && p->max_rows == 16)
+            split = p;
+    }
+    assert_non_null(split);
+    /* A split-K plan with too small a workspace. */
+    a.workspace_bytes = 16;
+    expect_refused(&c, split, &a, VG_ERR_INVALID_ARG, "workspace too small");
+    /* Rows above the plan's max_rows: 17 rows on a 16-row plan. */
+    tc_case big;
+    tc_make(&big, VG_FAMILY_FP8, VG_PATH_DENSE, 17, 128, 256, 1, NULL, 6);
+    expect_refused(&big, split, &big.args, VG_ERR_UNSUPPORTED, "17 rows on a 16-row plan");
+    tc_free(&big);
+    tc_free(&c);
+}
+
+/* A grouped decode launch (single and split-K plans) captured in a graph,
+ * replayed, and checked; the timer is refused while capturing. */
+static void test_graph_capture_grouped(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    int32_t cnt[8] = {6, 6, 6, 6, 6, 6, 6, 6}, off[9];
+    tc_offsets(off, cnt, 8);
+    tc_case c;
+    tc_make(&c, VG_FAMILY_FP8, VG_PATH_GROUPED, 48, 1024, 4096, 8, off, 8);
+    void *stream = NULL;
+    assert_int_equal(vg_cuda_stream_create(&stream), VG_OK);
+    c.args.stream = stream;
+    int ran = 0;
+    for (size_t i = 0; i < vg_cuda_plan_count(); i++) {
+        const vg_plan *p = vg_cuda_plan_at(i);
+        if (!vg_plan_applies(p, VG_FAMILY_FP8, VG_PATH_GROUPED, 6))
+            continue;
+        int capturing = -1;
+        assert_int_equal(vg_cuda_stream_capturing(stream, &capturing), VG_OK);
+        assert_int_equal(capturing, 0);
+        assert_int_equal(vg_cuda_graph_begin(stream), VG_OK);
+        assert_int_equal(vg_cuda_stream_capturing(stream, &capturing), VG_OK);
+        assert_int_equal(capturing, 1);
+        double us = 0;
+        assert_int_equal(vg_cuda_time_plan(p, &c.args, 1, 3, &us), VG_ERR_STATE);
+        assert_int_equal(vg_cuda_gemm(p, &c.args), VG_OK);
+        void *exec = NULL;
+        assert_int_equal(vg_cuda_graph_end(stream, &exec), VG_OK);
+        tc_poison(&c);
+        assert_int_equal(vg_cuda_graph_launch(exec, stream), VG_OK);
+        assert_int_equal(vg_cuda_synchronize(stream), VG_OK);
+        float *y = tc_download(&c);
+        tc_check(&c, y, tc_tol(VG_FAMILY_FP8, VG_DTYPE_F32), p->id);
+        free(y);
+        assert_int_equal(vg_cuda_graph_destroy(exec), VG_OK);
+        /* And the timer works outside a capture. */
+        assert_int_equal(vg_cuda_time_plan(p, &c.args, 2, 5, &us), VG_OK);
+        assert_true(us > 0 && isfinite(us));
+        ran++;
+    }
+    assert_true(ran >= 2);
+    vg_cuda_stream_destroy(stream);
+    tc_free(&c);
+}
+
+/* Split-K sums in a fixed order: two runs give the same bits. */
+static void test_split_k_deterministic(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    tc_case c;
+    tc_make(&c, VG_FAMILY_FP8, VG_PATH_DENSE, 9, 512, 4096, 1, NULL, 11);
+    int ran = 0;
+    for (size_t i = 0; i < vg_cuda_plan_count(); i++) {
+        const vg_plan *p = vg_cuda_plan_at(i);
+        if (p->split_k < 2 || !vg_plan_applies(p, VG_FAMILY_FP8, VG_PATH_DENSE, 9))
+            continue;
+        tc_run_plan(&c, p, tc_tol(VG_FAMILY_FP8, VG_DTYPE_F32));
+        float *y1 = tc_download(&c);
+        tc_run_plan(&c, p, tc_tol(VG_FAMILY_FP8, VG_DTYPE_F32));
+        float *y2 = tc_download(&c);
+        assert_memory_equal(y1, y2, (size_t)c.m * c.n * 4);
+        free(y1);
+        free(y2);
+        ran++;
+    }
+    assert_true(ran > 0);
+    tc_free(&c);
+}
+
+/* The heuristic names a plan that applies for every path and size. */
+static void test_heuristic_applies(void **state)
+{
+    (void)state;
+    static const vg_path paths[] = {VG_PATH_DENSE, VG_PATH_GROUPED, VG_PATH_LOOP, VG_PATH_MOE};
+    static const int32_t rows[] = {1, 6, 16, 17, 64, 65, 4096};
+    assert_true(vg_cuda_plan_count() > 0 || !vgtest_have_cuda());
+    if (vg_cuda_plan_count() == 0) {
+        print_message("skipped: no CUDA device\n");
+        skip();
+    }
+    for (size_t p = 0; p < 4; p++)
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+            if (paths[p] == VG_PATH_GROUPED && rows[r] > GROUPED_DECODE_MAX_TOKENS)
+                continue;
+            const vg_plan *h = vg_cuda_heuristic(VG_FAMILY_FP8, paths[p], rows[r], 1024, 4096);
+            assert_non_null(h);
+            assert_true(vg_plan_applies(h, VG_FAMILY_FP8, paths[p], rows[r]));
+        }
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_heuristic_applies),
+        cmocka_unit_test(test_e4m3_every_code),
+        cmocka_unit_test(test_dense_every_plan),
+        cmocka_unit_test(test_dense_fp16_output),
+        cmocka_unit_test(test_grouped_loop_moe_every_plan),
+        cmocka_unit_test(test_wo_a_shape),
+        cmocka_unit_test(test_prefill_large),
+        cmocka_unit_test(test_bad_arguments_refused),
+        cmocka_unit_test(test_graph_capture_grouped),
+        cmocka_unit_test(test_split_k_deterministic),
+    };
+    return VGTEST_MAIN("cuda_fp8", tests);
+}
