@@ -330,7 +330,7 @@ static int expand(const char *arg, path_list *out)
 {
     struct stat sb;
     if (stat(arg, &sb) != 0) {
-        fprintf(stderr, "voltgate golden verify: %s: %s\n", arg, strerror(errno));
+        fprintf(stderr, "voltgate golden verify: %s: cannot open: %s\n", arg, strerror(errno));
         return -1;
     }
     if (!S_ISDIR(sb.st_mode))

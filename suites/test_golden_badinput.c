@@ -1,0 +1,474 @@
+/*
+ * Bad golden files: each corruption of a COPY of a committed file gives its
+ * own one-line error naming the file and the dataset or attribute, through
+ * the library (vg_golden_read's status and vg_last_error) and through the
+ * CLI (`voltgate golden verify` exits 2 with one line on stderr and nothing
+ * from HDF5's own error printing).
+ */
+#include "vgtest.h"
+
+#include <fcntl.h>
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "voltgate/golden.h"
+
+#define SOURCE "golden/cases/fp8-dense.h5"
+
+typedef struct fixture {
+    char *dir;
+    char file[512];
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *fx = calloc(1, sizeof *fx);
+    fx->dir = vgtest_mkdtemp();
+    snprintf(fx->file, sizeof fx->file, "%s/case.h5", fx->dir);
+    FILE *in = fopen(SOURCE, "rb"), *out = fopen(fx->file, "wb");
+    if (!in || !out)
+        return -1;
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        fwrite(buf, 1, n, out);
+    fclose(in);
+    fclose(out);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *fx = *state;
+    vgtest_rmtree(fx->dir);
+    free(fx->dir);
+    free(fx);
+    return 0;
+}
+
+static char *read_text(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return strdup("");
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *s = calloc(1, (size_t)n + 1);
+    if (fread(s, 1, (size_t)n, fp) != (size_t)n)
+        s[0] = '\0';
+    fclose(fp);
+    return s;
+}
+
+static const char *tool(void)
+{
+    const char *t = getenv("VG_TOOL");
+    return t && *t ? t : "build/bin/voltgate";
+}
+
+/* Runs `voltgate golden verify --backend cpu FILE`; returns the exit code
+ * and the stderr text (malloc'ed). */
+static int run_verify(const fixture *fx, const char *file, char **err)
+{
+    char errpath[600], outpath[600];
+    snprintf(errpath, sizeof errpath, "%s/stderr.txt", fx->dir);
+    snprintf(outpath, sizeof outpath, "%s/stdout.txt", fx->dir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fe = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fo = open(outpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fe, 2);
+        dup2(fo, 1);
+        execl(tool(), tool(), "golden", "verify", "--backend", "cpu", file, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    *err = read_text(errpath);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* The library gives `want` with a message naming the file and holding
+ * `needle`; the CLI exits 2 with exactly that one line on stderr. */
+static void expect_bad(const fixture *fx, const char *file, vg_status want, const char *needle)
+{
+    vg_golden_file f;
+    vg_clear_error();
+    vg_status st = vg_golden_read(file, &f);
+    const char *msg = vg_last_error();
+    print_message("  -> %s\n", msg);
+    if (st != want)
+        fail_msg("status %s, want %s: %s", vg_status_str(st), vg_status_str(want), msg);
+    assert_non_null(strstr(msg, file));
+    if (!strstr(msg, needle))
+        fail_msg("message '%s' lacks '%s'", msg, needle);
+    assert_null(strchr(msg, '\n'));
+
+    char *err = NULL;
+    int rc = run_verify(fx, file, &err);
+    if (rc != 2)
+        fail_msg("voltgate exit %d, want 2; stderr: %s", rc, err);
+    /* one line, ours, naming the problem; no HDF5 diagnostics */
+    char *nl = strchr(err, '\n');
+    assert_non_null(nl);
+    assert_true(nl[1] == '\0');
+    assert_non_null(strstr(err, "voltgate golden verify: "));
+    assert_non_null(strstr(err, needle));
+    assert_null(strstr(err, "HDF5-DIAG"));
+    assert_null(strstr(err, "#000"));
+    free(err);
+}
+
+/* ---- helpers that damage the copy through HDF5 ----------------------------- */
+
+static hid_t open_rw(const fixture *fx)
+{
+    hid_t fid = H5Fopen(fx->file, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(fid >= 0);
+    return fid;
+}
+
+static void set_int_attr(const fixture *fx, const char *obj, const char *name, int64_t v)
+{
+    /* H5Oopen + H5Aopen: in HDF5 1.10.8, H5Awrite on an attribute opened
+     * with H5Aopen_by_name of a nested object fails ("can't locate open
+     * attribute") */
+    hid_t fid = open_rw(fx);
+    hid_t o = H5Oopen(fid, obj, H5P_DEFAULT);
+    hid_t a = H5Aopen(o, name, H5P_DEFAULT);
+    assert_true(a >= 0);
+    assert_true(H5Awrite(a, H5T_NATIVE_INT64, &v) >= 0);
+    H5Aclose(a);
+    H5Oclose(o);
+    H5Fclose(fid);
+}
+
+static void set_str_attr(const fixture *fx, const char *obj, const char *name, const char *v)
+{
+    hid_t fid = open_rw(fx);
+    hid_t o = H5Oopen(fid, obj, H5P_DEFAULT);
+    assert_true(o >= 0);
+    H5Adelete(o, name);
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, strlen(v) + 1);
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(o, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(a >= 0);
+    assert_true(H5Awrite(a, t, v) >= 0);
+    H5Aclose(a);
+    H5Sclose(sp);
+    H5Tclose(t);
+    H5Oclose(o);
+    H5Fclose(fid);
+}
+
+static void delete_link(const fixture *fx, const char *name)
+{
+    hid_t fid = open_rw(fx);
+    assert_true(H5Ldelete(fid, name, H5P_DEFAULT) >= 0);
+    H5Fclose(fid);
+}
+
+/* Replaces dataset `name` with one of type `type` and the given dims. */
+static void replace_dataset(const fixture *fx, const char *name, hid_t type, int rank,
+                            const hsize_t *dims)
+{
+    hid_t fid = open_rw(fx);
+    assert_true(H5Ldelete(fid, name, H5P_DEFAULT) >= 0);
+    hid_t sp = H5Screate_simple(rank, dims, NULL);
+    hid_t ds = H5Dcreate2(fid, name, type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(ds >= 0);
+    H5Dclose(ds);
+    H5Sclose(sp);
+    H5Fclose(fid);
+}
+
+/* File offset of a byte inside dataset `name`'s stored data: the
+ * contiguous data, or the first chunk of a chunked dataset. */
+static haddr_t data_address(const fixture *fx, const char *name, hsize_t *size)
+{
+    hid_t fid = H5Fopen(fx->file, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t ds = H5Dopen2(fid, name, H5P_DEFAULT);
+    assert_true(ds >= 0);
+    haddr_t addr = H5Dget_offset(ds);
+    *size = H5Dget_storage_size(ds);
+    if (addr == HADDR_UNDEF) { /* chunked */
+        hid_t sp = H5Dget_space(ds);
+        hsize_t offset[3];
+        unsigned mask;
+        assert_true(H5Dget_chunk_info(ds, sp, 0, offset, &mask, &addr, size) >= 0);
+        H5Sclose(sp);
+    }
+    H5Dclose(ds);
+    H5Fclose(fid);
+    assert_true(addr != HADDR_UNDEF);
+    return addr;
+}
+
+static void flip_byte(const fixture *fx, long where)
+{
+    FILE *fp = fopen(fx->file, "r+b");
+    assert_non_null(fp);
+    fseek(fp, where, SEEK_SET);
+    int c = fgetc(fp);
+    fseek(fp, where, SEEK_SET);
+    fputc(c ^ 0x5A, fp);
+    fclose(fp);
+}
+
+/* ---- the cases ---------------------------------------------------------------------- */
+
+static void test_pristine_copy_is_good(void **state)
+{
+    fixture *fx = *state;
+    vg_golden_file f;
+    if (vg_golden_read(fx->file, &f) != VG_OK)
+        fail_msg("%s", vg_last_error());
+    vg_golden_free(&f);
+}
+
+static void test_truncated(void **state)
+{
+    fixture *fx = *state;
+    struct stat sb;
+    stat(fx->file, &sb);
+    assert_int_equal(truncate(fx->file, sb.st_size / 2), 0);
+    expect_bad(fx, fx->file, VG_ERR_FORMAT, "truncated");
+}
+
+static void test_not_hdf5(void **state)
+{
+    fixture *fx = *state;
+    FILE *fp = fopen(fx->file, "w");
+    fputs("M,N,K\n1,2,3\n", fp);
+    fclose(fp);
+    expect_bad(fx, fx->file, VG_ERR_FORMAT, "not an HDF5 file");
+}
+
+static void test_missing_file(void **state)
+{
+    fixture *fx = *state;
+    char gone[600];
+    snprintf(gone, sizeof gone, "%s/gone.h5", fx->dir);
+    expect_bad(fx, gone, VG_ERR_IO, "cannot open");
+}
+
+static void test_flipped_byte_contiguous(void **state)
+{
+    fixture *fx = *state;
+    hsize_t size;
+    haddr_t a = data_address(fx, "cases/m001/x", &size);
+    flip_byte(fx, (long)(a + size / 2));
+    expect_bad(fx, fx->file, VG_ERR_CHECKSUM, "dataset 'cases/m001/x': SHA-256 mismatch");
+}
+
+static void test_flipped_byte_compressed_chunk(void **state)
+{
+    fixture *fx = *state;
+    hsize_t size;
+    haddr_t a = data_address(fx, "w_dequant", &size);
+    flip_byte(fx, (long)(a + size / 2));
+    /* deflate notices or the hash does: either way the dataset is named */
+    vg_golden_file f;
+    vg_status st = vg_golden_read(fx->file, &f);
+    assert_true(st == VG_ERR_FORMAT || st == VG_ERR_CHECKSUM);
+    expect_bad(fx, fx->file, st, "dataset 'w_dequant'");
+}
+
+static void test_missing_dataset(void **state)
+{
+    fixture *fx = *state;
+    delete_link(fx, "w_scale");
+    expect_bad(fx, fx->file, VG_ERR_FORMAT, "dataset 'w_scale' is missing");
+}
+
+static void test_missing_case_dataset(void **state)
+{
+    fixture *fx = *state;
+    delete_link(fx, "cases/m064/y_ref");
+    expect_bad(fx, fx->file, VG_ERR_FORMAT, "dataset 'cases/m064/y_ref' is missing");
+}
+
+static void test_shape_disagrees(void **state)
+{
+    fixture *fx = *state;
+    set_int_attr(fx, "/", "N", 201);
+    expect_bad(fx, fx->file, VG_ERR_FORMAT, "dataset 'w_q': extents [1][200][392] disagree");
+}
+
+static void test_unknown_family(void **state)
+{
+    fixture *fx = *state;
+    set_str_attr(fx, "/", "family", "fp7");
+    expect_bad(fx, fx->file, VG_ERR_FORMAT, "attribute 'family': unknown family 'fp7'");
+}
+
+static void test_unknown_path(void **state)
+{
+    fixture *fx = *state;
+    set_str_attr(fx, "/", "path", "zigzag");
+    expect_bad(fx, fx->file, VG_ERR_FORMAT, "attribute 'path': unknown path 'zigzag'");
+}
+
+/* A claim of a huge shape is refused before any allocation. */
+static void test_huge_shape_refused(void **state)
+{
+    fixture *fx = *state;
+    set_int_attr(fx, "/cases/m001", "M", (int64_t)1 << 30);
+    expect_bad(fx, fx->file, VG_ERR_LIMIT, "attribute 'M' = 1073741824 is outside");
+}
+
+/* A large but in-bounds claim disagrees with the extents: refused without
+ * allocating the claimed 4 GiB (the test would be slow or die otherwise). */
+static void test_large_claim_checked_against_extents(void **state)
+{
+    fixture *fx = *state;
+    set_int_attr(fx, "/", "N", 1000000);
+    set_int_attr(fx, "/", "K", 1000000);
+    clock_t t0 = clock();
+    expect_bad(fx, fx->file, VG_ERR_FORMAT, "disagree with the attributes");
+    assert_true((double)(clock() - t0) / CLOCKS_PER_SEC < 5.0);
+}
+
+static void test_wrong_dtype(void **state)
+{
+    fixture *fx = *state;
+    hsize_t d[3] = {1, 200, 392};
+    replace_dataset(fx, "w_q", H5T_STD_U16LE, 3, d);
+    expect_bad(fx, fx->file, VG_ERR_FORMAT,
+               "dataset 'w_q': expected uint8 (format e4m3), found uint16");
+}
+
+static void test_wrong_float_type(void **state)
+{
+    fixture *fx = *state;
+    hsize_t d[3] = {1, 200, 392};
+    replace_dataset(fx, "w_dequant", H5T_IEEE_F64LE, 3, d);
+    expect_bad(fx, fx->file, VG_ERR_FORMAT,
+               "dataset 'w_dequant': expected float32 (format f32), found float64");
+}
+
+static void test_wrong_rank(void **state)
+{
+    fixture *fx = *state;
+    hsize_t d[1] = {392};
+    replace_dataset(fx, "cases/m001/x", H5T_STD_U16LE, 1, d);
+    expect_bad(fx, fx->file, VG_ERR_FORMAT, "dataset 'cases/m001/x': expected rank 2, found rank 1");
+}
+
+static void test_hash_attribute_edited(void **state)
+{
+    fixture *fx = *state;
+    set_str_attr(fx, "/", "sha256_w_q",
+                 "0000000000000000000000000000000000000000000000000000000000000000");
+    expect_bad(fx, fx->file, VG_ERR_CHECKSUM, "dataset 'w_q': SHA-256 mismatch");
+}
+
+static void test_norm_attribute_edited(void **state)
+{
+    fixture *fx = *state;
+    hid_t fid = open_rw(fx);
+    hid_t o = H5Oopen(fid, "/cases/m016", H5P_DEFAULT);
+    hid_t a = H5Aopen(o, "y_ref_norm", H5P_DEFAULT);
+    assert_true(a >= 0);
+    double v = 1.0;
+    assert_true(H5Awrite(a, H5T_NATIVE_DOUBLE, &v) >= 0);
+    H5Aclose(a);
+    H5Oclose(o);
+    H5Fclose(fid);
+    expect_bad(fx, fx->file, VG_ERR_FORMAT, "attribute 'y_ref_norm' = 1 disagrees");
+}
+
+static void test_missing_attribute(void **state)
+{
+    fixture *fx = *state;
+    hid_t fid = open_rw(fx);
+    assert_true(H5Adelete(fid, "seed") >= 0);
+    H5Fclose(fid);
+    expect_bad(fx, fx->file, VG_ERR_FORMAT, "attribute 'seed' is missing");
+}
+
+static void test_case_count_disagrees(void **state)
+{
+    fixture *fx = *state;
+    set_int_attr(fx, "/", "cases", 9);
+    expect_bad(fx, fx->file, VG_ERR_FORMAT, "attribute 'cases' = 9 but group 'cases' holds 8");
+}
+
+static void test_schema_version(void **state)
+{
+    fixture *fx = *state;
+    set_int_attr(fx, "/", "schema_version", 2);
+    expect_bad(fx, fx->file, VG_ERR_FORMAT, "attribute 'schema_version' = 2");
+}
+
+/* A recipe weight whose regenerated data does not match its hashes (as when
+ * the generator changed) is refused with a message saying so. */
+static void test_recipe_mismatch(void **state)
+{
+    fixture *fx = *state;
+    int32_t tok[] = {2};
+    vg_golden_gen_args a;
+    memset(&a, 0, sizeof a);
+    a.family = VG_FAMILY_FP8;
+    a.path = VG_PATH_GROUPED;
+    a.n = 136;
+    a.k = 200;
+    a.groups = 2;
+    a.seed = 5;
+    a.tokens_list = tok;
+    a.tokens_count = 1;
+    a.recipe_weights = 1;
+    vg_golden_file f;
+    assert_int_equal(vg_golden_generate(&a, &f), VG_OK);
+    assert_int_equal(vg_golden_write(fx->file, &f), VG_OK);
+    vg_golden_free(&f);
+    /* the recipe reads back, weights rebuilt */
+    assert_int_equal(vg_golden_read(fx->file, &f), VG_OK);
+    assert_int_equal(f.weights_stored, 0);
+    assert_non_null(f.w_q);
+    vg_golden_free(&f);
+    /* another seed rebuilds another weight: the hashes no longer match */
+    set_int_attr(fx, "/", "seed", 6);
+    expect_bad(fx, fx->file, VG_ERR_CHECKSUM, "recipe weight 'w_q': the regenerated data");
+}
+
+int main(int argc, char **argv)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_pristine_copy_is_good),
+        T(test_truncated),
+        T(test_not_hdf5),
+        T(test_missing_file),
+        T(test_flipped_byte_contiguous),
+        T(test_flipped_byte_compressed_chunk),
+        T(test_missing_dataset),
+        T(test_missing_case_dataset),
+        T(test_shape_disagrees),
+        T(test_unknown_family),
+        T(test_unknown_path),
+        T(test_huge_shape_refused),
+        T(test_large_claim_checked_against_extents),
+        T(test_wrong_dtype),
+        T(test_wrong_float_type),
+        T(test_wrong_rank),
+        T(test_hash_attribute_edited),
+        T(test_norm_attribute_edited),
+        T(test_missing_attribute),
+        T(test_case_count_disagrees),
+        T(test_schema_version),
+        T(test_recipe_mismatch),
+    };
+    return VGTEST_MAIN("golden_badinput", tests);
+}
