@@ -27,9 +27,17 @@
  * still wins.
  */
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 #include "kernels.h"
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
 
 const char *vg_decision_name(vg_decision d)
 {
@@ -152,6 +160,8 @@ vg_status vg_gemm(vg_device *dev, const char *op, const vg_gemm_args *args,
     if (st != VG_OK)
         return st;
 
+    /* The clock is read only when the caller wants the figure. */
+    double t0 = info ? now_us() : 0.0;
     const vg_policy *pol = vg_policy_current(dev);
     vg_choice c;
     if ((st = vg_dispatch_decide(dev, pol, args, &c)) != VG_OK)
@@ -179,6 +189,7 @@ vg_status vg_gemm(vg_device *dev, const char *op, const vg_gemm_args *args,
         info->policy_hash = pol->hash;
         info->measured_us = us;
         info->why = c.why;
+        info->dispatch_us = now_us() - t0;
     }
     return vg_device_launch(dev, c.plan, &a);
 }

@@ -12,8 +12,8 @@
 #define VG_WORKSPACE_CPU (16u << 20)
 #define VG_WORKSPACE_CUDA (64u << 20)
 
-/* Repetitions of one candidate's timing: cpu launches are slow and the
- * clock is coarse-free, so fewer; cuda events want more samples. */
+/* Repetitions of one candidate's timing: cpu launches are slow, so few;
+ * cuda event timings are cheap, so more. */
 #define VG_MEASURE_WARMUP_CPU 1
 #define VG_MEASURE_REPS_CPU 3
 #define VG_MEASURE_WARMUP_CUDA 3

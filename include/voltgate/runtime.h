@@ -79,6 +79,7 @@ typedef struct vg_dispatch_info {
     uint64_t policy_hash;
     double measured_us;        /* the winning time when decision == measure */
     const char *why;           /* short reason ("capturing", "frozen", ...) or "" */
+    double dispatch_us;        /* time to decide, measuring included, launch excluded */
 } vg_dispatch_info;
 
 /* Decides a plan for the call and launches it.  `op` names the registered
