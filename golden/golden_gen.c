@@ -480,8 +480,11 @@ vg_status vg_golden_generate_set(const char *set_name, const char *dir, const ch
             snprintf(file, sizeof file, "%s/%s", dir, base);
             vg_golden_file f;
             vg_status st = vg_golden_generate(&a, &f);
-            if (st != VG_OK)
-                return vg_fail(st, "%s: %s", file, vg_last_error());
+            if (st != VG_OK) {
+                char why[512]; /* copied: vg_fail overwrites vg_last_error's buffer */
+                snprintf(why, sizeof why, "%s", vg_last_error());
+                return vg_fail(st, "%s: %s", file, why);
+            }
             st = vg_golden_write(file, &f);
             vg_golden_free(&f);
             if (st != VG_OK)

@@ -55,9 +55,11 @@ static vg_status import_fp8(const vg_golden_import_args *a, const vg_safetensors
         snprintf(scale_name, sizeof scale_name, "%s_scale_inv", a->weight);
     const vg_st_tensor *s;
     vg_status r = vg_st_find(st, scale_name, &s);
-    if (r != VG_OK)
-        return vg_fail(r, "%s (an F8_E4M3 weight needs its F32 block scale; give --scale)",
-                       vg_last_error());
+    if (r != VG_OK) {
+        char why[512]; /* copied: vg_fail overwrites vg_last_error's buffer */
+        snprintf(why, sizeof why, "%s", vg_last_error());
+        return vg_fail(r, "%s (an F8_E4M3 weight needs its F32 block scale; give --scale)", why);
+    }
     int want_rank = f->groups > 1 || wt->rank == 3 ? 3 : 2;
     int64_t sr = f->layout.scale_rows, sc = f->layout.scale_cols;
     int ok = s->dtype == VG_ST_F32 && (s->rank == want_rank || (s->rank == 2 && f->groups == 1));
