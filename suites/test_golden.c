@@ -195,7 +195,7 @@ static void *slurp(const char *path, size_t *len)
 }
 
 /* Regenerating a committed file gives the same datasets (compared by
- * content through the reader) and the same bytes. */
+ * content through the reader, which also checks every SHA-256). */
 static void test_regenerate_matches_committed(void **state)
 {
     (void)state;
@@ -223,12 +223,10 @@ static void test_regenerate_matches_committed(void **state)
         }
         vg_golden_free(&a);
         vg_golden_free(&b);
-        size_t la, lb;
-        void *ba = slurp(mine, &la), *bb = slurp(committed, &lb);
-        assert_int_equal(la, lb);
-        assert_memory_equal(ba, bb, la);
-        free(ba);
-        free(bb);
+        /* Bytes are compared between two generations on the same machine
+         * (test_generate_write_read): against the committed file they hold
+         * only with the same HDF5 and zlib as the writer (1.10.8, Debian
+         * 12), since another deflate may compress the same data otherwise. */
     }
     vgtest_rmtree(dir);
     free(dir);

@@ -1,0 +1,280 @@
+/*
+ * `voltgate golden verify` as a program: exit codes, --json rows, --shard,
+ * --plan ID, --backend cuda without a device, usage errors, and gen's
+ * byte-identical output.  Runs $VG_TOOL on small committed files.
+ */
+#include "vgtest.h"
+
+#include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char *g_dir;
+
+static int setup(void **state)
+{
+    (void)state;
+    g_dir = vgtest_mkdtemp();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    vgtest_rmtree(g_dir);
+    free(g_dir);
+    return 0;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return strdup("");
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *s = calloc(1, (size_t)n + 1);
+    if (fread(s, 1, (size_t)n, fp) != (size_t)n)
+        s[0] = '\0';
+    fclose(fp);
+    return s;
+}
+
+/* Runs the tool with NULL-terminated args; stdout and stderr into *out and
+ * *err (malloc'ed). */
+static int run(char **out, char **err, ...)
+{
+    const char *tool = getenv("VG_TOOL");
+    if (!tool || !*tool)
+        tool = "build/bin/voltgate";
+    char *args[32];
+    int n = 0;
+    args[n++] = (char *)tool;
+    va_list ap;
+    va_start(ap, err);
+    for (char *a; n < 31 && (a = va_arg(ap, char *));)
+        args[n++] = a;
+    va_end(ap);
+    args[n] = NULL;
+    char op[600], ep[600];
+    snprintf(op, sizeof op, "%s/out.txt", g_dir);
+    snprintf(ep, sizeof ep, "%s/err.txt", g_dir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fo = open(op, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(ep, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execv(tool, args);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    *out = slurp(op);
+    *err = slurp(ep);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static int count_rows(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+/* --json writes the shared row format with every required key. */
+static void test_json_rows(void **state)
+{
+    (void)state;
+    char json[600];
+    snprintf(json, sizeof json, "%s/rows.json", g_dir);
+    char *out, *err;
+    int rc = run(&out, &err, "golden", "verify", "--json", json, "golden/cases/awq-moe.h5", NULL);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, err);
+    char *text = slurp(json);
+    cJSON *root = cJSON_Parse(text);
+    assert_non_null(root);
+    assert_string_equal(cJSON_GetObjectItem(root, "tool")->valuestring, "golden-verify");
+    cJSON *rows = cJSON_GetObjectItem(root, "rows");
+    assert_true(cJSON_IsArray(rows));
+    assert_true(cJSON_GetArraySize(rows) >= 4);
+    static const char *keys[] = {"case", "file", "family", "path", "m", "n", "k", "groups",
+                                 "tokens", "backend", "plan", "rel_rms", "max_abs",
+                                 "tol_rel_rms", "tol_max_abs", "verdict"};
+    cJSON *r;
+    cJSON_ArrayForEach(r, rows) {
+        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+            if (!cJSON_GetObjectItem(r, keys[i]))
+                fail_msg("row lacks '%s'", keys[i]);
+        assert_string_equal(cJSON_GetObjectItem(r, "family")->valuestring, "awq");
+        assert_string_equal(cJSON_GetObjectItem(r, "path")->valuestring, "moe");
+        assert_string_equal(cJSON_GetObjectItem(r, "verdict")->valuestring, "PASS");
+        assert_int_equal(cJSON_GetObjectItem(r, "groups")->valueint, 8);
+        assert_non_null(strstr(cJSON_GetObjectItem(r, "case")->valuestring, "awq-moe/r"));
+    }
+    /* the table has the same number of PASS rows */
+    assert_int_equal(count_rows(out, " PASS"), cJSON_GetArraySize(rows));
+    cJSON_Delete(root);
+    free(text);
+    free(out);
+    free(err);
+}
+
+/* --shard 0/2 and 1/2 split the sorted files: together they are the
+ * whole, apart they share nothing. */
+static void test_shards(void **state)
+{
+    (void)state;
+    const char *files[] = {"golden/cases/awq-moe.h5", "golden/cases/fp8-moe.h5",
+                           "golden/cases/mxfp4-moe.h5"};
+    char *o0, *o1, *e;
+    assert_int_equal(run(&o0, &e, "golden", "verify", "--plan", "heuristic", "--shard", "0/2",
+                         files[2], files[0], files[1], NULL), 0);
+    free(e);
+    assert_int_equal(run(&o1, &e, "golden", "verify", "--plan", "heuristic", "--shard", "1/2",
+                         files[1], files[2], files[0], NULL), 0);
+    free(e);
+    /* sorted: awq (0), fp8 (1), mxfp4 (2) -> shard 0 has awq and mxfp4 */
+    assert_int_equal(count_rows(o0, "awq-moe/"), 4);
+    assert_int_equal(count_rows(o0, "mxfp4-moe/"), 4);
+    assert_int_equal(count_rows(o0, "fp8-moe/"), 0);
+    assert_int_equal(count_rows(o1, "fp8-moe/"), 4);
+    assert_int_equal(count_rows(o1, "awq-moe/"), 0);
+    free(o0);
+    free(o1);
+    char *o;
+    assert_int_equal(run(&o, &e, "golden", "verify", "--shard", "2/2", files[0], NULL), 2);
+    free(o);
+    free(e);
+}
+
+/* --plan ID runs only that plan; an unknown plan is a usage error. */
+static void test_plan_id(void **state)
+{
+    (void)state;
+    char *o, *e;
+    assert_int_equal(run(&o, &e, "golden", "verify", "golden/cases/fp8-moe.h5", NULL), 0);
+    /* take the first plan id of the table's first data row */
+    char *line = strchr(o, '\n');
+    assert_non_null(line);
+    char name[64], backend[16], plan[128];
+    assert_int_equal(sscanf(line + 1, "%63s %15s %127s", name, backend, plan), 3);
+    free(o);
+    free(e);
+    assert_int_equal(run(&o, &e, "golden", "verify", "--plan", plan, "golden/cases/fp8-moe.h5",
+                         NULL), 0);
+    int rows = count_rows(o, " PASS");
+    assert_int_equal(rows, count_rows(o, plan));
+    assert_int_equal(rows, 4); /* one row per case */
+    free(o);
+    free(e);
+    assert_int_equal(run(&o, &e, "golden", "verify", "--plan", "cpu.no.such.plan",
+                         "golden/cases/fp8-moe.h5", NULL), 2);
+    assert_non_null(strstr(e, "applies to no case"));
+    free(o);
+    free(e);
+}
+
+/* --backend cuda without a device: "skipped: no CUDA device", exit 77. */
+static void test_cuda_absent_skips(void **state)
+{
+    (void)state;
+    if (vgtest_have_cuda()) {
+        print_message("a CUDA device is present: the absent-device path cannot be shown\n");
+        skip();
+    }
+    char *o, *e;
+    assert_int_equal(run(&o, &e, "golden", "verify", "--backend", "cuda", "golden/cases/fp8-moe.h5",
+                         NULL), 77);
+    assert_non_null(strstr(o, "skipped: no CUDA device"));
+    free(o);
+    free(e);
+    /* all = cpu, plus cuda when present */
+    assert_int_equal(run(&o, &e, "golden", "verify", "--backend", "all", "golden/cases/fp8-moe.h5",
+                         NULL), 0);
+    assert_true(count_rows(o, " cpu ") > 0);
+    free(o);
+    free(e);
+}
+
+/* Usage errors exit 2 with one line; --help exits 0. */
+static void test_usage(void **state)
+{
+    (void)state;
+    char *o, *e;
+    assert_int_equal(run(&o, &e, "golden", "verify", NULL), 2);
+    free(o);
+    free(e);
+    assert_int_equal(run(&o, &e, "golden", "verify", "--backend", "tpu", "golden/cases", NULL), 2);
+    assert_non_null(strstr(e, "unknown backend 'tpu'"));
+    free(o);
+    free(e);
+    assert_int_equal(run(&o, &e, "golden", "gen", "--family", "fp9", "--path", "dense", "--n", "8",
+                         "--k", "8", "-o", "x.h5", NULL), 2);
+    assert_non_null(strstr(e, "unknown family 'fp9'"));
+    free(o);
+    free(e);
+    const char *subs[] = {"gen", "verify", "import", "info"};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(run(&o, &e, "golden", subs[i], "--help", NULL), 0);
+        assert_non_null(strstr(o, "usage: voltgate golden"));
+        free(o);
+        free(e);
+    }
+}
+
+/* gen twice with the same arguments: byte-identical files (cmp). */
+static void test_gen_deterministic(void **state)
+{
+    (void)state;
+    char a[600], b[600];
+    snprintf(a, sizeof a, "%s/a.h5", g_dir);
+    snprintf(b, sizeof b, "%s/b.h5", g_dir);
+    char *o, *e;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(run(&o, &e, "golden", "gen", "--family", "awq", "--path", "moe", "--n",
+                             "72", "--k", "136", "--routing", "3,0,5,1", "--routing", "0,0,9,0",
+                             "--seed", "11", "-o", i ? b : a, NULL), 0);
+        free(o);
+        free(e);
+    }
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int ca, cb;
+    long n = 0;
+    do {
+        ca = fgetc(fa);
+        cb = fgetc(fb);
+        assert_int_equal(ca, cb);
+        n++;
+    } while (ca != EOF);
+    fclose(fa);
+    fclose(fb);
+    assert_true(n > 1000);
+    assert_int_equal(run(&o, &e, "golden", "verify", a, NULL), 0);
+    assert_true(count_rows(o, " PASS") >= 2);
+    assert_int_equal(count_rows(o, " FAIL"), 0);
+    free(o);
+    free(e);
+}
+
+int main(int argc, char **argv)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_json_rows),
+        T(test_shards),
+        T(test_plan_id),
+        T(test_cuda_absent_skips),
+        T(test_usage),
+        T(test_gen_deterministic),
+    };
+    return VGTEST_MAIN("golden_cli", tests);
+}
