@@ -166,3 +166,4 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(LIB_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(SUITE_BINS:$(BUILD)/suites/%=$(BUILD)/obj/suites/%.d)
+-include suites/fuzz/fuzz.mk
