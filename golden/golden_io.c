@@ -99,6 +99,11 @@ static vg_status ffail(const char *file, vg_status s, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* names and strings read from the file may hold control characters:
+     * the message stays one printable line */
+    for (char *p = msg; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
     return vg_fail(s, "%s: %s", file, msg);
 }
 
