@@ -140,10 +140,20 @@ def check_golden_output(obj, where):
     _rows(obj, "rows", GOLDEN_ROW, where)
 
 
-def check_bench_output(obj, where):
+def check_bench_output(obj, where, warn=None):
     check_fields(obj, BENCH_FILE, where)
     if obj["tool"] != "bench":
         raise InputError(f"{where}.tool: expected \"bench\", got {_describe(obj['tool'])}")
+    # A copy row describes no kernel: a missing path or family there is
+    # taken as "n/a" (with a warning) rather than losing the whole run.
+    for i, row in enumerate(obj["rows"]):
+        if isinstance(row, dict) and row.get("kind") == "copy":
+            for key in ("path", "family"):
+                if key not in row:
+                    row[key] = "n/a"
+                    if warn:
+                        warn(f"{where}.rows[{i}] ({row.get('name')}): copy row without '{key}', "
+                             f"recorded as \"n/a\" (the bench JSON format requires the key)")
     _rows(obj, "rows", BENCH_ROW, where)
     for i, row in enumerate(obj["rows"]):
         if not row["samples_us"]:
@@ -306,13 +316,13 @@ def parse_coverage_xml(path):
 
 
 def build_record(golden=(), bench=(), replay=None, coverage=None, runner="local", shard=None,
-                 run_id=None, arch_list=None, missing=(), repo=".", now=None):
+                 run_id=None, arch_list=None, missing=(), repo=".", now=None, warn=None):
     """golden/bench: lists of (path, parsed JSON); replay: (path, JSON) or None;
     coverage: the parsed coverage object or None.  Validates each input."""
     for path, obj in golden:
         check_golden_output(obj, path)
     for path, obj in bench:
-        check_bench_output(obj, path)
+        check_bench_output(obj, path, warn)
     if replay is not None:
         check_replay_output(replay[1], replay[0])
     if shard is not None:
@@ -335,23 +345,31 @@ def build_record(golden=(), bench=(), replay=None, coverage=None, runner="local"
         "missing": list(missing),
     }
     backends = []
+    seen = set()
     for path, obj in bench:
-        run = {k: obj[k] for k in BENCH_RUN if k != "source"}
+        run = {k: (obj[k] if obj[k] != "" else None) for k in BENCH_RUN if k != "source"}
         run["source"] = os.path.basename(path)
         rec["bench_runs"].append(run)
         backends.append(obj["backend"])
-        # The machine description comes from the GPU run when there is one.
-        if obj["backend"] != "cpu" or rec["gpu"] is None:
+        # The GPU, driver and CUDA version come from a GPU run only (a CPU
+        # bench says "cpu" there).
+        if obj["backend"] != "cpu":
             for key in ("gpu", "driver", "cuda_version"):
-                if obj[key] is not None:
-                    rec[key] = obj[key]
-            if obj["arch_list"] and (obj["backend"] != "cpu" or not rec["arch_list"]):
-                rec["arch_list"] = obj["arch_list"]
+                if run[key] is not None:
+                    rec[key] = run[key]
+            if run["arch_list"]:
+                rec["arch_list"] = run["arch_list"]
         if rec["config"] is None:
             rec["config"], rec["policy_hash"] = obj["config"], obj["policy_hash"]
         copy_bw = obj["copy_bandwidth_gbs"]
+        stem = os.path.splitext(os.path.basename(path))[0]
         for row in obj["rows"]:
             row = dict(row, backend=obj["backend"])
+            # Two bench files of one backend (e.g. one per family) each
+            # measure the copy bandwidth: keep names unique in a record.
+            if (row["backend"], row["name"]) in seen:
+                row["name"] = f"{row['name']} [{stem}]"
+            seen.add((row["backend"], row["name"]))
             # Fill a missing fraction from the copy bandwidth of the same run.
             if row["bandwidth_fraction"] is None and copy_bw and row["bytes"] and row["median_us"] > 0:
                 row["bandwidth_fraction"] = row["bytes"] / (row["median_us"] * 1e-6) / (copy_bw * 1e9)
@@ -432,7 +450,7 @@ def main(argv=None):
         coverage = parse_coverage_xml(args.coverage_xml) if args.coverage_xml else None
         rec = build_record(golden, bench, replay, coverage, runner=args.runner, shard=args.shard,
                            run_id=args.run_id, arch_list=args.arch_list, missing=args.missing,
-                           repo=args.repo)
+                           repo=args.repo, warn=lambda m: print(f"record.py: warning: {m}", file=sys.stderr))
         path = write_record(rec, args.history)
     except InputError as exc:
         print(f"record.py: {exc}", file=sys.stderr)

@@ -278,6 +278,15 @@ def _short_name(name, family, path):
     return "/".join(parts) or name
 
 
+def run_labels(runs):
+    """Short labels for the x axis: the commit, plus the time when one
+    commit has several runs."""
+    counts = {}
+    for r in runs:
+        counts[r.label] = counts.get(r.label, 0) + 1
+    return [r.label + (" " + r.date[11:16] if counts[r.label] > 1 else "") for r in runs]
+
+
 def plot_history(runs, out_dir, written, max_lines=8):
     """One PNG per (backend, family, path): each row's median over runs with a
     min-max band.  Returns [(title, png)]."""
@@ -287,16 +296,20 @@ def plot_history(runs, out_dir, written, max_lines=8):
         for (backend, name), row in run.bench.items():
             groups.setdefault((backend, row["kind"], row["family"], row["path"]), set()).add(name)
     out = []
-    labels = [r.label for r in runs]
-    xs = list(range(len(runs)))
+    all_labels = run_labels(runs)
     for (backend, kind, family, path), names in sorted(groups.items()):
         names = sorted(names, key=_natural)
+        # Only the runs that measured this group take a place on the x axis.
+        idx = [i for i, run in enumerate(runs) if any((backend, n) in run.bench for n in names)]
+        sub = [runs[i] for i in idx]
+        labels = [all_labels[i] for i in idx]
+        xs = list(range(len(sub)))
         for part in range(0, len(names), max_lines):
             chunk = names[part:part + max_lines]
             fig, ax = plt.subplots(figsize=(6.0, 3.6))
             lo_all, hi_all = [], []
             for i, name in enumerate(chunk):
-                pts = [(x, run.bench.get((backend, name))) for x, run in zip(xs, runs)]
+                pts = [(x, run.bench.get((backend, name))) for x, run in zip(xs, sub)]
                 pts = [(x, r) for x, r in pts if r is not None]
                 if not pts:
                     continue
@@ -313,11 +326,14 @@ def plot_history(runs, out_dir, written, max_lines=8):
             if lo_all and min(lo_all) > 0 and max(hi_all) / min(lo_all) > 20:
                 ax.set_yscale("log")
             ax.set_xticks(xs)
-            ax.set_xticklabels(labels, rotation=30 if len(xs) > 6 else 0, ha="right" if len(xs) > 6 else "center")
+            rotate = len(xs) > 5 or any(len(lb) > 9 for lb in labels)
+            ax.set_xticklabels(labels, rotation=30 if rotate else 0, ha="right" if rotate else "center")
+            if len(xs) == 1:
+                ax.set_xlim(-0.5, 0.5)
             ax.set_ylabel("median us (band: min-max)")
             ax.set_xlabel("commit (* = dirty tree)")
             what = " ".join(w for w in (family, path) if w not in ("n/a", "", "-"))
-            title = f"{backend} {kind}: {what}" + (f" ({part // max_lines + 1})" if len(names) > max_lines else "")
+            title = f"{backend} {kind}" + (f": {what}" if what else "") + (f" ({part // max_lines + 1})" if len(names) > max_lines else "")
             ax.set_title(title)
             ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=10)
             png = _save(fig, out_dir, f"history-{_slug(title)}.png", written)
@@ -351,7 +367,8 @@ def plot_bandwidth(run, out_dir, written):
             ax.bar(xs, best, width * 0.9, color=f"C{j}", alpha=0.55, label=f"{path} (bar: best row)")
             ax.scatter(pts_x, pts_y, s=12, color=f"C{j}", edgecolor="black", linewidth=0.4, zorder=3)
         ax.axhline(0.8, color="red", linestyle="--", linewidth=1)
-        ax.text(len(families) - 0.5, 0.8, " 80 % target", color="red", va="bottom", ha="right", fontsize=9)
+        ax.text(-0.45, 0.81, "80 % target" + (" (GPU kernels)" if backend == "cpu" else ""), color="red",
+                va="bottom", ha="left", fontsize=9)
         ax.set_xticks(range(len(families)))
         ax.set_xticklabels(families)
         top = max(r["bandwidth_fraction"] for r in rows)
@@ -438,7 +455,8 @@ def plot_replay(runs, latest, out_dir, written):
     a1.plot(xs, warm, marker="o", label="measured in warm-up")
     a1.plot(xs, serve, marker="s", color="red", label="measured during serving (want 0)")
     a1.set_xticks(xs)
-    a1.set_xticklabels([run.label for _, run in hist], rotation=30, ha="right")
+    labels = run_labels(runs)
+    a1.set_xticklabels([labels[i] for i, _ in hist], rotation=30, ha="right")
     a1.set_ylabel("shapes measured")
     a1.set_title("replay: shapes measured per run")
     a1.legend(fontsize=9)
@@ -476,7 +494,8 @@ def plot_coverage(runs, out_dir, written):
     ax.plot(xs, [c["branch_percent"] or 0 for _, c in hist], marker="s", label="branch %")
     ax.axhline(85, color="red", linestyle="--", linewidth=1, label="85 % gate (lines)")
     ax.set_xticks(xs)
-    ax.set_xticklabels([runs[i].label for i in xs], rotation=30, ha="right")
+    labels = run_labels(runs)
+    ax.set_xticklabels([labels[i] for i in xs], rotation=30, ha="right")
     ax.set_ylim(0, 100)
     ax.set_ylabel("percent")
     ax.set_title("coverage over runs")
@@ -538,7 +557,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .muted { color: #666; } .verdict { font-size: 20px; font-weight: bold; padding: 8px 12px;
      display: inline-block; border-radius: 4px; }
 .grid { display: flex; flex-wrap: wrap; gap: 10px; } .grid img { max-width: 600px; width: 100%; }
-img.wide { max-width: 100%; } code { background: #f4f4f4; padding: 0 3px; }
+img.wide { max-width: 100%; } .scroll { overflow-x: auto; } .scroll table { font-size: 13px; } code { background: #f4f4f4; padding: 0 3px; }
 details summary { cursor: pointer; font-weight: bold; margin: 6px 0; }
 """
 
@@ -638,13 +657,16 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
         for r in bench_res:
             row = r["row"]
             rows.append([row["backend"], row["name"], row["kind"], row["plan"] or "-", row["decision"],
-                         _fmt(r["median_base"]), _fmt(row["median_us"]), _fmt(row["min_us"]), _fmt(row["max_us"]),
+                         _fmt(r["median_base"]), _fmt(row["median_us"]),
+                         f"{_fmt(row['min_us'])} - {_fmt(row['max_us'])}",
                          _fmt(r["effect"] * 100 if r["effect"] is not None else None, "{:+.1f}%"),
                          _fmt(r["p"], "{:.2g}"), f"{r['n_base']}/{r['n_new']}",
                          _fmt(row["bandwidth_fraction"], "{:.3f}"), r["verdict"]])
             cls.append({"regressed": "bad", "improved": "good", "too few samples": "warn"}.get(r["verdict"], ""))
-        p.append(_table(["backend", "benchmark", "kind", "plan", "decision", "baseline median us", "median us",
-                         "min us", "max us", "change", "p", "n base/new", "bw fraction", "verdict"], rows, cls))
+        p.append("<div class='scroll'>" +
+                 _table(["backend", "benchmark", "kind", "plan", "decision", "baseline median us", "median us",
+                         "min - max us", "change", "p", "n base/new", "bw fraction", "verdict"], rows, cls) +
+                 "</div>")
     else:
         p.append("<p class='muted'>No benchmark rows in the latest run.</p>")
 
