@@ -133,8 +133,9 @@ static void run_one(vg_device *dev, const vg_golden_file *f, const vg_golden_cas
     vg_golden_compare(y32, c->y_ref, count, &r->rel_rms, &r->max_abs, &nonfinite);
     r->pass = nonfinite == 0 && r->rel_rms <= r->tol_rel_rms && r->max_abs <= r->tol_max_abs;
     if (nan_left)
-        snprintf(r->note, sizeof r->note, "unwritten output: %zu of %zu elements still NaN",
-                 nan_left, count);
+        snprintf(r->note, sizeof r->note,
+                 "unwritten output: %zu of %zu elements NaN after the run (never written, or NaN "
+                 "computed)", nan_left, count);
     else if (nonfinite)
         snprintf(r->note, sizeof r->note, "%zu non-finite output elements", nonfinite);
     else if (r->rel_rms > r->tol_rel_rms)

@@ -293,6 +293,43 @@ static void test_wrong_result_fails(void **state)
     vg_golden_free(&f);
 }
 
+/* A NaN in the output fails the row as "unwritten output" end to end:
+ * here the kernel computes NaN from an E4M3 NaN code in one weight row
+ * (the same check catches elements a kernel never writes, since y is
+ * poisoned with NaN before every run). */
+typedef struct note_capture {
+    int rows, failed_with_note;
+} note_capture;
+
+static void capture_note(const vg_golden_row *r, void *user)
+{
+    note_capture *c = user;
+    c->rows++;
+    if (!r->pass && strstr(r->note, "unwritten output"))
+        c->failed_with_note++;
+}
+
+static void test_nan_output_fails(void **state)
+{
+    (void)state;
+    vg_golden_file f;
+    if (vg_golden_read(CASES_DIR "/fp8-dense.h5", &f) != VG_OK)
+        fail_msg("%s", vg_last_error());
+    ((uint8_t *)f.w_q)[5 * f.k + 7] = 0x7F; /* row 5: NaN in every output of column 5 */
+    vg_device *dev = NULL;
+    assert_int_equal(vg_device_open("cpu", 0, &dev), VG_OK);
+    vg_golden_verify_opts o = {"cpu", "all"};
+    note_capture c = {0, 0};
+    int ran = 0, failed = 0;
+    assert_int_equal(vg_golden_verify_file(dev, "x.h5", &f, &o, capture_note, &c, &ran, &failed),
+                     VG_OK);
+    assert_true(ran > 0);
+    assert_int_equal(failed, ran);
+    assert_int_equal(c.failed_with_note, ran);
+    vg_device_close(dev);
+    vg_golden_free(&f);
+}
+
 /* The comparison: NaN left is counted, errors are what they are. */
 static void test_compare(void **state)
 {
@@ -419,6 +456,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_regenerate_matches_committed),
         cmocka_unit_test(test_reference_independent),
         cmocka_unit_test(test_wrong_result_fails),
+        cmocka_unit_test(test_nan_output_fails),
         cmocka_unit_test(test_compare),
         cmocka_unit_test(test_generate_write_read),
         cmocka_unit_test(test_generate_refuses),
