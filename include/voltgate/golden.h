@@ -39,7 +39,7 @@ extern "C" {
 #define VG_GOLDEN_MAX_DIM (1 << 20)          /* any single N, K or M */
 #define VG_GOLDEN_MAX_GROUPS 4096
 #define VG_GOLDEN_MAX_CASES 1024
-#define VG_GOLDEN_MAX_DATASET_BYTES ((size_t)1 << 30) /* 1 GiB per dataset */
+#define VG_GOLDEN_MAX_DATASET_BYTES ((size_t)1 << 28) /* 256 MiB per dataset, 1 GiB per file */
 
 /* One case of a file: activations, routing and the reference output. */
 typedef struct vg_golden_case {
