@@ -340,6 +340,29 @@ static void test_large_claim_checked_against_extents(void **state)
     assert_true((double)(clock() - t0) / CLOCKS_PER_SEC < 5.0);
 }
 
+/* Extents that agree with huge attributes (an empty chunked dataset, a few
+ * KiB on disk, claiming 512 MiB) are refused by the size bound before the
+ * reader allocates anything. */
+static void test_consistent_huge_dataset_refused(void **state)
+{
+    fixture *fx = *state;
+    set_int_attr(fx, "/", "N", 32768);
+    set_int_attr(fx, "/", "K", 16384);
+    hid_t fid = open_rw(fx);
+    assert_true(H5Ldelete(fid, "w_q", H5P_DEFAULT) >= 0);
+    hsize_t dims[3] = {1, 32768, 16384}, chunk[3] = {1, 64, 16384};
+    hid_t sp = H5Screate_simple(3, dims, NULL);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 3, chunk);
+    hid_t ds = H5Dcreate2(fid, "w_q", H5T_STD_U8LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    assert_true(ds >= 0);
+    H5Dclose(ds);
+    H5Pclose(dcpl);
+    H5Sclose(sp);
+    H5Fclose(fid);
+    expect_bad(fx, fx->file, VG_ERR_LIMIT, "dataset 'w_q': [1][32768][16384] elements exceed the 256 MiB bound");
+}
+
 static void test_wrong_dtype(void **state)
 {
     fixture *fx = *state;
@@ -505,6 +528,7 @@ int main(int argc, char **argv)
         T(test_unknown_path),
         T(test_huge_shape_refused),
         T(test_large_claim_checked_against_extents),
+        T(test_consistent_huge_dataset_refused),
         T(test_wrong_dtype),
         T(test_wrong_float_type),
         T(test_wrong_rank),
