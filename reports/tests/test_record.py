@@ -69,6 +69,32 @@ class Build(RecordTestCase):
         # 4.22e6 bytes in 2 us = 2110 GB/s against 4220 GB/s.
         self.assertAlmostEqual(rec["bench"][0]["bandwidth_fraction"], 0.5, places=9)
 
+    def test_cpu_bench_gives_no_gpu(self):
+        cpu = dict(self.bench, backend="cpu", gpu="cpu", driver="", cuda_version="", arch_list="")
+        rec = self.build(bench=[("b.json", cpu)], arch_list="80 90")
+        self.assertIsNone(rec["gpu"])
+        self.assertIsNone(rec["driver"])
+        self.assertEqual(rec["arch_list"], "80 90")          # from the build, not the bench
+        self.assertIsNone(rec["bench_runs"][0]["driver"])  # "" is no value
+
+    def test_two_bench_files_keep_row_names_unique(self):
+        rec = self.build(bench=[("bench-fp8.json", self.bench), ("bench-awq.json", self.bench)])
+        names = [(r["backend"], r["name"]) for r in rec["bench"]]
+        self.assertEqual(len(names), len(set(names)))
+        self.assertIn(("cuda", "copy/d2d/256MiB [bench-awq]"), names)
+
+    def test_copy_row_without_family_is_kept_with_a_warning(self):
+        bad = json.loads(json.dumps(self.bench))
+        del bad["rows"][0]["family"]                   # rows[0] is the copy row
+        warnings = []
+        rec = self.build(bench=[("b.json", bad)], warn=warnings.append)
+        self.assertEqual(rec["bench"][0]["family"], "n/a")
+        self.assertEqual(len(warnings), 1)
+        self.assertIn("copy row without 'family'", warnings[0])
+        del bad["rows"][1]["family"]                   # a kernel row: refused
+        with self.assertRaisesRegex(record.InputError, r"rows\[1\]: missing key 'family'"):
+            self.build(bench=[("b.json", bad)])
+
     def test_git_fields_in_a_checkout(self):
         repo = os.path.join(self.dir, "repo")
         os.makedirs(repo)
