@@ -5,6 +5,8 @@
  */
 #include "vgtest.h"
 
+#include "voltgate/golden.h"
+
 #include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -265,6 +267,35 @@ static void test_gen_deterministic(void **state)
     free(e);
 }
 
+/* A well-formed file whose reference is wrong (y_ref edited and the file
+ * rewritten, so hashes and norm agree): every row FAILs and verify exits 1;
+ * info still reads it (exit 0). */
+static void test_failing_case_exits_1(void **state)
+{
+    (void)state;
+    vg_golden_file f;
+    if (vg_golden_read("golden/cases/fp16-moe.h5", &f) != VG_OK)
+        fail_msg("%s", vg_last_error());
+    for (int32_t c = 0; c < f.ncases; c++)
+        for (int32_t i = 0; i < f.cases[c].m * f.n; i += 7)
+            f.cases[c].y_ref[i] *= 1.01f;
+    char path[600];
+    snprintf(path, sizeof path, "%s/wrong.h5", g_dir);
+    assert_int_equal(vg_golden_write(path, &f), VG_OK);
+    vg_golden_free(&f);
+    char *o, *e;
+    assert_int_equal(run(&o, &e, "golden", "verify", "--plan", "heuristic", path, NULL), 1);
+    assert_int_equal(count_rows(o, " FAIL"), 4);
+    assert_int_equal(count_rows(o, " PASS"), 0);
+    assert_non_null(strstr(o, "relative RMS error over tolerance"));
+    free(o);
+    free(e);
+    assert_int_equal(run(&o, &e, "golden", "info", path, NULL), 0);
+    assert_non_null(strstr(o, "fp16 moe N=88 K=136 groups=8"));
+    free(o);
+    free(e);
+}
+
 int main(int argc, char **argv)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -275,6 +306,7 @@ int main(int argc, char **argv)
         T(test_cuda_absent_skips),
         T(test_usage),
         T(test_gen_deterministic),
+        T(test_failing_case_exits_1),
     };
     return VGTEST_MAIN("golden_cli", tests);
 }
