@@ -55,9 +55,9 @@ static void fuzz_st_check(const vg_safetensors *st, const uint8_t *data, size_t 
             FUZZ_FAIL("vg_st_read('%s'): %s", t->name, vg_last_error());
         if (memcmp(buf, data + st->data_start + t->begin, bytes) != 0)
             FUZZ_FAIL("vg_st_read('%s') returned other bytes", t->name);
-        free(buf);
         if (bytes && vg_st_read(st, t, buf, bytes - 1) == VG_OK)
             FUZZ_FAIL("vg_st_read accepted a wrong size");
+        free(buf);
     }
 }
 
