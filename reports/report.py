@@ -86,6 +86,9 @@ class Run:
     def add(self, rec):
         self.records.append(rec)
         for row in rec["bench"]:
+            if row["kind"] == "copy" and rec["shard"] is not None:
+                # Every shard's runner measures its own copy bandwidth.
+                row = dict(row, name=f"{row['name']} [{rec['runner']}]")
             key = (row["backend"], row["name"])
             if key in self.bench:
                 self.duplicates.append(f"bench {row['backend']} {row['name']} in {rec['_file']}")
