@@ -70,9 +70,17 @@ $(FUZZ_DEPS_STAMP):
 	@rm -f $(FUZZ_BUILD)/probe $(FUZZ_BUILD)/probe.c
 	@touch $@
 
+# Known, reported undefined behaviour that would stop every run at its
+# first input (see /tmp/findings.md and suites/test_fuzz_regressions.c,
+# which keeps checking it under `make sanitize`): runtime/lut.c's export
+# does NULL + 0 (appendf, first call) and qsort(NULL, 0) (empty cache).
+# `make fuzz FUZZ_KNOWN_UB=` builds without the exemption.
+FUZZ_KNOWN_UB ?= lut
+$(if $(filter lut,$(FUZZ_KNOWN_UB)),$(FUZZ_BUILD)/obj/runtime/lut.o: FUZZ_EXEMPT := -fno-sanitize=pointer-overflow -fno-sanitize=nonnull-attribute)
+
 $(FUZZ_BUILD)/obj/%.o: %.c | $(FUZZ_DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CPPFLAGS) $(FUZZ_CFLAGS) $(FUZZ_EXEMPT) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
 
 $(FUZZ_LIB): $(FUZZ_LIB_OBJS)
 	@mkdir -p $(dir $@)
