@@ -5,7 +5,8 @@
 # reports/history.  Checks: the last line is exactly "report: <page>", the
 # page and one record per run exist, the record holds the tools' rows and
 # names what did not run (no CUDA device), a failing golden case makes the
-# exit status 1, and a tool that is "not built yet" is reported, not faked.
+# exit status 1, a tool that is "not built yet" is reported, not faked, and
+# ci/nightly exits 0 on unchanged timings and 1 on a 20 % slowdown.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 py=${PYTHON:-/usr/bin/python3}
@@ -33,6 +34,8 @@ while [ $# -gt 0 ]; do
 done
 [ "$mode" = not-built ] && [ "$cmd" != golden-verify ] && { echo "voltgate $cmd: not built yet" >&2; exit 2; }
 samples="10.0,10.1,10.2,10.05,10.15,9.95,10.3,10.0,10.1,10.2"
+median=10.1
+[ -n "${FAKE_SLOW:-}" ] && samples="12.0,12.1,12.2,12.05,12.15,11.95,12.3,12.0,12.1,12.2" median=12.1
 case $cmd in
 golden-verify)
     [ "$backend" = cuda ] && { echo "skipped: no CUDA device"; exit 77; }
@@ -43,7 +46,7 @@ bench)
     printf '{"tool":"bench","backend":"cpu","gpu":null,"driver":null,"cuda_version":null,"arch_list":null,"policy_hash":"00000000000000ff","config":{},"copy_bandwidth_gbs":20.0,"rows":[' > "$json"
     for p in grouped loop; do
         [ $p = loop ] && printf ',' >> "$json"
-        printf '{"name":"wo_a/%s/fp8/t6/tune=on","kind":"kernel","path":"%s","family":"fp8","m":48,"n":1024,"k":4096,"groups":8,"tokens":6,"plan":"p","decision":"measure","samples_us":[%s],"median_us":10.1,"min_us":9.95,"max_us":10.3,"bytes":33554432,"flops":402653184,"bandwidth_fraction":null,"max_rel_rms":1e-4}' $p $p "$samples" >> "$json"
+        printf '{"name":"wo_a/%s/fp8/t6/tune=on","kind":"kernel","path":"%s","family":"fp8","m":48,"n":1024,"k":4096,"groups":8,"tokens":6,"plan":"p","decision":"measure","samples_us":[%s],"median_us":%s,"min_us":9.95,"max_us":12.3,"bytes":33554432,"flops":402653184,"bandwidth_fraction":null,"max_rel_rms":1e-4}' $p $p "$samples" "$median" >> "$json"
     done
     printf ']}\n' >> "$json" ;;
 replay)
@@ -95,6 +98,30 @@ assert any("not built yet" in m for m in r["missing"]), r["missing"]
 EOF
 grep -q "not built yet" "$tmp/html/index.html" || fail "the page does not say what is not built"
 
+# ci/nightly: make regress (a stand-in make runs ci/regress), then the report
+# against the record that was last before it: exit 0, then 1 when slower.
+mkdir -p "$tmp/fakebin"
+printf '#!/bin/bash\nfor a in "$@"; do [ "$a" = regress ] && exec bash "%s/ci/regress"; done\nexit 0\n' "$here" \
+    > "$tmp/fakebin/make"
+chmod +x "$tmp/fakebin/make"
+nightly() {   # nightly [SLOW]: leaves output in $tmp/nout, exit in $rc
+    FAKE_SLOW=${1:-} FAKE_MODE=ok PATH="$tmp/fakebin:$PATH" BUILD="$tmp/build" PYTHON="$py" \
+        VG_HISTORY="$tmp/nhistory" VG_REPORT_DIR="$tmp/nhtml" bash "$here/ci/nightly" > "$tmp/nout" 2>&1
+    rc=$?
+}
+nightly
+[ "$rc" = 0 ] || { fail "nightly first run: exit $rc"; tail -20 "$tmp/nout"; }
+grep -q "baseline record: none (first run)" "$tmp/nout" || fail "nightly first run: baseline not 'none'"
+[ "$(tail -n 1 "$tmp/nout")" = "report: $tmp/nhtml/index.html" ] || fail "nightly: last line '$(tail -n 1 "$tmp/nout")'"
+first=$(ls "$tmp/nhistory"/*.json)
+nightly
+[ "$rc" = 0 ] || { fail "nightly on unchanged timings: exit $rc"; tail -20 "$tmp/nout"; }
+grep -q "baseline record: $first" "$tmp/nout" || fail "nightly: baseline is not the last record"
+nightly slow
+[ "$rc" = 1 ] || { fail "nightly with a 20 % slowdown: exit $rc, want 1"; tail -20 "$tmp/nout"; }
+grep -q "| wo_a/grouped/fp8/t6/tune=on | cpu |" "$tmp/nout" || fail "nightly: the slow row is not in the table"
+grep -q "nightly: REGRESSED" "$tmp/nout" || fail "nightly: no REGRESSED line"
+
 # The repository's own results folder was not touched by any of this.
 git -C "$here" status --porcelain -- reports/history | grep -q . && fail "reports/history changed"
 
@@ -102,5 +129,5 @@ if [ "$fails" -ne 0 ]; then
     echo "test_regress: $fails check(s) failed"
     exit 1
 fi
-echo "test_regress: ci/regress wiring, last line, records, golden failure and not-built parts right"
+echo "test_regress: ci/regress wiring, last line, records, golden failure, not-built parts and ci/nightly verdicts right"
 exit 0
