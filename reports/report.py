@@ -212,6 +212,29 @@ def compare_runs(latest, baseline, min_effect=0.03, alpha=0.05):
     return bench, golden
 
 
+def golden_by_case(golden_results):
+    """Golden results grouped per (backend, case, transition): one line per
+    case however many plans it has.  Returns dicts with the plans, the worst
+    error (None when any is NaN) and its tolerance, in first-seen order."""
+    groups = {}
+    for g in golden_results:
+        row = g["row"]
+        key = (row["backend"], row["case"], g["transition"])
+        d = groups.setdefault(key, {"backend": row["backend"], "case": row["case"], "family": row["family"],
+                                    "path": row["path"], "transition": g["transition"], "plans": [],
+                                    "worst": 0.0, "tol": row["tol_rel_rms"], "nan": False})
+        d["plans"].append(row["plan"])
+        if row["rel_rms"] is None:
+            d["nan"] = True
+        elif row["rel_rms"] > d["worst"]:
+            d["worst"], d["tol"] = row["rel_rms"], row["tol_rel_rms"]
+    return list(groups.values())
+
+
+def _worst(d):
+    return "NaN" if d["nan"] else f"{d['worst']:.3g}"
+
+
 def flagged(bench_results, golden_results):
     perf = [r for r in bench_results if r["verdict"] == "regressed"]
     gold = [g for g in golden_results if g["transition"] in ("PASS->FAIL", "new FAIL", "still FAIL")]
@@ -233,14 +256,15 @@ def markdown_table(perf, gold, limit=20):
     if gold:
         if lines:
             lines.append("")
-        lines.append("| golden case | backend | plan | change | rel RMS | tolerance |")
-        lines.append("|---|---|---|---|---:|---:|")
-        for g in gold[:limit]:
-            row = g["row"]
-            lines.append(f"| {row['case']} | {row['backend']} | {row['plan']} | {g['transition']} | "
-                         f"{_num(row['rel_rms'])} | {row['tol_rel_rms']:.3g} |")
-        if len(gold) > limit:
-            lines.append(f"| ... and {len(gold) - limit} more golden rows (see the report) | | | | | |")
+        cases = golden_by_case(gold)
+        lines.append("| golden case | backend | change | plans | worst rel RMS | tolerance |")
+        lines.append("|---|---|---|---:|---:|---:|")
+        for d in cases[:limit]:
+            plans = d["plans"][0] if len(d["plans"]) == 1 else f"{len(d['plans'])} plans"
+            lines.append(f"| {d['case']} | {d['backend']} | {d['transition']} | {plans} | {_worst(d)} | "
+                         f"{d['tol']:.3g} |")
+        if len(cases) > limit:
+            lines.append(f"| ... and {len(cases) - limit} more golden cases (see the report) | | | | | |")
     return "\n".join(lines)
 
 
@@ -405,6 +429,11 @@ def plot_golden(run, out_dir, written):
     )
     for key, label, value, tols, title in views:
         fig, ax = plt.subplots(figsize=(max(9.0, 0.45 * len(cats) + 2.5), 4.4))
+        # A row without an error (NaN in the tool: an unwritten or poisoned
+        # output) is drawn above everything, not at the bottom.
+        finite = [value(r) for r in rows if value(r) is not None and value(r) > 0]
+        top = max(finite + [t for c in cats for t in tols(c)]) * 30.0
+        nan_x = []
         for bi, backend in enumerate(backends):
             for verdict, color, marker in (("PASS", "tab:green", "o"), ("FAIL", "tab:red", "X")):
                 xs, ys = [], []
@@ -413,13 +442,20 @@ def plot_golden(run, out_dir, written):
                         if (r["family"], r["path"]) == cat and r["backend"] == backend and \
                                 (r["verdict"] == "PASS") == (verdict == "PASS"):
                             v = value(r)
-                            xs.append(ci + (bi - (len(backends) - 1) / 2) * 0.3)
-                            ys.append(max(v, floor) if v is not None else floor)
+                            x = ci + (bi - (len(backends) - 1) / 2) * 0.3
+                            if v is None:
+                                nan_x.append(x)
+                                continue
+                            xs.append(x)
+                            ys.append(max(v, floor))
                 if xs:
                     ax.scatter(xs, ys, s=24 if verdict == "PASS" else 70, marker=marker, alpha=0.75,
                                color=color if len(backends) == 1 or verdict == "FAIL" else f"C{bi}",
                                edgecolor="black", linewidth=0.3,
                                label=f"{backend} {verdict}" if len(backends) > 1 else verdict)
+        if nan_x:
+            ax.scatter(nan_x, [top] * len(nan_x), s=70, marker="^", color="tab:red", edgecolor="black",
+                       linewidth=0.3, label=f"no error value (NaN): {len(nan_x)}", zorder=4)
         for ci, cat in enumerate(cats):
             for t in tols(cat):
                 ax.hlines(t, ci - 0.45, ci + 0.45, color="red", linewidth=2)
@@ -445,7 +481,11 @@ def plot_replay(runs, latest, out_dir, written):
     hist = [(i, run) for i, run in enumerate(runs) if run.replays()]
     if not hist:
         return out
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.8))
+    reps = latest.replays()
+    if reps:
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.8))
+    else:                                   # the latest run has no replay: history only
+        fig, a1 = plt.subplots(figsize=(6, 3.8))
     xs = [i for i, _ in hist]
     warm = [sum(rp["warmup_measured"] for _, rp in run.replays()) for _, run in hist]
     serve = [sum(rp["serving_measured"] for _, rp in run.replays()) for _, run in hist]
@@ -457,7 +497,6 @@ def plot_replay(runs, latest, out_dir, written):
     a1.set_ylabel("shapes measured")
     a1.set_title("replay: shapes measured per run")
     a1.legend(fontsize=9)
-    reps = latest.replays()
     if reps:
         per = reps[0][1]["per_request"]
         idx = list(range(1, len(per) + 1))
@@ -576,6 +615,21 @@ def _fmt(v, spec="{:.4g}"):
     return "n/a" if v is None else spec.format(v)
 
 
+def golden_case_table(cases, limit=60):
+    """Failing (or recovered) golden cases, one line per case."""
+    rows, cls = [], []
+    for d in cases[:limit]:
+        plans = ", ".join(d["plans"]) if len(d["plans"]) <= 3 else f"{len(d['plans'])} plans"
+        rows.append([d["backend"], d["case"], d["family"], d["path"], d["transition"], plans, _worst(d),
+                     _fmt(d["tol"], "{:.3g}")])
+        cls.append("good" if d["transition"] == "FAIL->PASS" else "bad")
+    out = _table(["backend", "golden case", "family", "path", "change", "plans", "worst rel RMS",
+                  "tolerance"], rows, cls)
+    if len(cases) > limit:
+        out += f"<p>... and {len(cases) - limit} more cases (all of them under Golden error below).</p>"
+    return out
+
+
 def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots, problems, args):
     p = []
     p.append("<!DOCTYPE html><html><head><meta charset='utf-8'><title>voltgate results "
@@ -628,10 +682,7 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
                           _fmt(r["effect"] * 100, "{:+.1f}%"), f"{r['p']:.2g} ({r['method']})",
                           f"{r['n_base']}/{r['n_new']}"] for r in perf], ["bad"] * len(perf)))
     if gold:
-        p.append(_table(["backend", "golden case", "family", "path", "plan", "change", "rel RMS", "tolerance"],
-                        [[g["row"]["backend"], g["row"]["case"], g["row"]["family"], g["row"]["path"],
-                          g["row"]["plan"], g["transition"], _fmt(g["row"]["rel_rms"], "{:.3g}"),
-                          _fmt(g["row"]["tol_rel_rms"], "{:.3g}")] for g in gold], ["bad"] * len(gold)))
+        p.append(golden_case_table(golden_by_case(gold), limit=20))
     if not perf and not gold:
         p.append("<p>Nothing flagged.</p>")
 
@@ -681,18 +732,16 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
         n_pass = sum(1 for g in golden_res if g["row"]["verdict"] == "PASS")
         p.append(f"<p>{n_pass} of {len(golden_res)} golden rows pass.</p>")
         if bad:
-            p.append(_table(["backend", "case", "family", "path", "plan", "rel RMS", "tol", "max abs", "tol",
-                             "change"],
-                            [[g["row"]["backend"], g["row"]["case"], g["row"]["family"], g["row"]["path"],
-                              g["row"]["plan"], _fmt(g["row"]["rel_rms"], "{:.3g}"),
-                              _fmt(g["row"]["tol_rel_rms"], "{:.3g}"), _fmt(g["row"]["max_abs"], "{:.3g}"),
-                              _fmt(g["row"]["tol_max_abs"], "{:.3g}"), g["transition"]] for g in bad],
-                            ["good" if g["transition"] == "FAIL->PASS" else "bad" for g in bad]))
+            cases = golden_by_case(bad)
+            p.append(f"<details><summary>{len(cases)} failing or recovered case(s)</summary>"
+                     + golden_case_table(cases, limit=500) + "</details>")
     else:
         p.append("<p class='muted'>No golden rows in the latest run.</p>")
 
     p.append("<h2>Replay: shapes measured during serving</h2>")
     reps = latest.replays()
+    if not reps:
+        p.append("<p class='muted'>The latest run has no replay; the plot shows earlier runs.</p>")
     if reps:
         rows = [[runner, rp["requests"], rp["requests_with_new_shape"], rp["warmup_measured"],
                  rp["serving_measured"]] for runner, rp in reps]

@@ -162,7 +162,7 @@ class Verdict(ReportCase):
         self.put_record("b", 60, {"x": noisy(2, 10)}, golden={"c1": "PASS", "c2": "FAIL"})
         rc, out, _ = run_report(["--history", self.hist, "--out", self.out])
         self.assertEqual(rc, 1)
-        self.assertIn("| c2 | cpu | p0 | PASS->FAIL |", out)
+        self.assertIn("| c2 | cpu | PASS->FAIL | p0 |", out)
         self.assertNotIn("| c1 |", out)
 
     def test_golden_new_failure_and_recovery(self):
@@ -170,7 +170,7 @@ class Verdict(ReportCase):
         self.put_record("b", 60, {"x": noisy(2, 10)}, golden={"c1": "PASS", "c3": "FAIL"})
         rc, out, _ = run_report(["--history", self.hist, "--out", self.out])
         self.assertEqual(rc, 1)
-        self.assertIn("| c3 | cpu | p0 | new FAIL |", out)
+        self.assertIn("| c3 | cpu | new FAIL | p0 |", out)
         self.assertNotIn("| c1 |", out)
 
     def test_bad_record_is_skipped_and_named(self):
