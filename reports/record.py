@@ -144,15 +144,16 @@ def check_bench_output(obj, where, warn=None):
     check_fields(obj, BENCH_FILE, where)
     if obj["tool"] != "bench":
         raise InputError(f"{where}.tool: expected \"bench\", got {_describe(obj['tool'])}")
-    # A copy row describes no kernel: a missing path or family there is
-    # taken as "n/a" (with a warning) rather than losing the whole run.
+    # A copy or peer row describes none of our kernels: a missing path or
+    # family there is taken as "n/a" (with a warning) rather than losing the
+    # whole run.  Kernel and dispatch rows must have every key.
     for i, row in enumerate(obj["rows"]):
-        if isinstance(row, dict) and row.get("kind") == "copy":
+        if isinstance(row, dict) and row.get("kind") in ("copy", "peer"):
             for key in ("path", "family"):
                 if key not in row:
                     row[key] = "n/a"
                     if warn:
-                        warn(f"{where}.rows[{i}] ({row.get('name')}): copy row without '{key}', "
+                        warn(f"{where}.rows[{i}] ({row.get('name')}): {row['kind']} row without '{key}', "
                              f"recorded as \"n/a\" (the bench JSON format requires the key)")
     _rows(obj, "rows", BENCH_ROW, where)
     for i, row in enumerate(obj["rows"]):

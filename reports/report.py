@@ -740,7 +740,7 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
 
     p.append("<h2>Replay: shapes measured during serving</h2>")
     reps = latest.replays()
-    if not reps:
+    if not reps and plots["replay"]:
         p.append("<p class='muted'>The latest run has no replay; the plot shows earlier runs.</p>")
     if reps:
         rows = [[runner, rp["requests"], rp["requests_with_new_shape"], rp["warmup_measured"],

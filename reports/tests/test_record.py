@@ -91,6 +91,12 @@ class Build(RecordTestCase):
         self.assertEqual(rec["bench"][0]["family"], "n/a")
         self.assertEqual(len(warnings), 1)
         self.assertIn("copy row without 'family'", warnings[0])
+        peer = [i for i, r in enumerate(bad["rows"]) if r["kind"] == "peer"][0]
+        del bad["rows"][peer]["family"]                # a peer row: kept too
+        warnings.clear()
+        rec = self.build(bench=[("b.json", bad)], warn=warnings.append)
+        self.assertEqual(rec["bench"][peer]["family"], "n/a")
+        self.assertIn("peer row without 'family'", warnings[-1])
         del bad["rows"][1]["family"]                   # a kernel row: refused
         with self.assertRaisesRegex(record.InputError, r"rows\[1\]: missing key 'family'"):
             self.build(bench=[("b.json", bad)])

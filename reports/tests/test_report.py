@@ -173,6 +173,20 @@ class Verdict(ReportCase):
         self.assertIn("| c3 | cpu | new FAIL | p0 |", out)
         self.assertNotIn("| c1 |", out)
 
+    def test_golden_nan_error_fails_and_is_drawn(self):
+        self.put_record("a", 0, {"x": noisy(1, 10)}, golden={"c1": "PASS"})
+        path = self.put_record("b", 60, {"x": noisy(2, 10)}, golden={"c1": "FAIL"})
+        with open(path) as f:
+            rec = json.load(f)
+        rec["golden"][0]["rel_rms"] = None            # NaN in the tool -> null in JSON
+        os.unlink(path)
+        with open(path, "w") as f:
+            json.dump(rec, f)
+        rc, out, err = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 1, err)
+        self.assertIn("| c1 | cpu | PASS->FAIL | p0 | NaN |", out)
+        self.assertTrue(os.path.exists(os.path.join(self.out, "golden-rel_rms.png")))
+
     def test_bad_record_is_skipped_and_named(self):
         self.put_record("a", 0, {"x": noisy(1, 10)})
         with open(os.path.join(self.hist, "zz-broken.json"), "w") as f:
