@@ -268,10 +268,6 @@ def markdown_table(perf, gold, limit=20):
     return "\n".join(lines)
 
 
-def _num(v, fmt="{:.3g}"):
-    return "n/a" if v is None else fmt.format(v)
-
-
 # ---- plots ----------------------------------------------------------------------------------
 
 def _plt():
