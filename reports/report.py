@@ -643,6 +643,21 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
         p.append(f"<div class='verdict warn'>no baseline: nothing compared{_e(incomplete)}</div>")
     else:
         p.append(f"<div class='verdict {'warn' if missing else 'good'}'>no regression{_e(incomplete)}</div>")
+    # One line a reader can stop at.
+    n_gold = len(golden_res)
+    n_gold_pass = sum(1 for g in golden_res if g["row"]["verdict"] == "PASS")
+    tested = sum(1 for r in bench_res if r["p"] is not None)
+    few = sum(1 for r in bench_res if r["verdict"] == "too few samples")
+    parts = [f"golden {n_gold_pass}/{n_gold} pass" if n_gold else "golden: none",
+             f"bench {len(bench_res)} rows ({len(perf)} regressed, {tested} tested, {few} too few samples)"
+             if bench_res else "bench: none"]
+    reps = latest.replays()
+    if reps:
+        parts.append(f"replay: {sum(rp['serving_measured'] for _, rp in reps)} shape(s) measured during serving")
+    cov = latest.coverage()
+    if cov and cov["line_percent"] is not None:
+        parts.append(f"coverage {cov['line_percent']:.1f} % lines")
+    p.append("<p><b>" + _e(" · ".join(parts)) + "</b></p>")
     if missing:
         p.append("<h2>Not measured in this run</h2><ul>" + "".join(f"<li>{_e(m)}</li>" for m in missing) + "</ul>")
     if problems:
