@@ -48,3 +48,39 @@ check-mpi: $(COORD_MPI_BIN)
 	done
 
 -include $(COORD_MPI_OBJ:.o=.d)
+
+# ---- NCCL: the coordinated warm-up on several GPUs --------------------------
+#   make coord-nccl                build $(BUILD)/suites/coord_nccl_test
+#   make check-nccl                run it with COORD_NCCL_RANKS (2) processes,
+#                                  one per GPU; 77 (skip) with fewer GPUs
+# Only in a CUDA build with nccl.h in $(CUDA_HOME)/include or /usr/include.
+# It launches its own processes (no mpirun: the GPU image may lack MPI).
+COORD_NCCL_RANKS ?= 2
+COORD_NCCL_DIR ?= $(BUILD)/coord-nccl
+COORD_NCCL_OBJ := $(BUILD)/obj/suites/coord/coord_nccl_test.o
+COORD_NCCL_BIN := $(BUILD)/suites/coord_nccl_test
+ifeq ($(VG_WITH_CUDA),1)
+  NCCL_HEADER ?= $(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))
+endif
+
+.PHONY: coord-nccl check-nccl
+ifneq ($(NCCL_HEADER),)
+coord-nccl: $(COORD_NCCL_BIN)
+
+$(COORD_NCCL_OBJ): suites/coord/coord_nccl_test.c
+	@mkdir -p $(dir $@)
+	$(CC) $(VG_CPPFLAGS) -I$(CUDA_HOME)/include $(CPPFLAGS) $(VG_CFLAGS) -MMD -MP -c $< -o $@
+
+$(COORD_NCCL_BIN): $(COORD_NCCL_OBJ) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(VG_LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lnccl
+
+check-nccl: $(COORD_NCCL_BIN)
+	rm -rf $(COORD_NCCL_DIR)
+	$(COORD_NCCL_BIN) --ranks $(COORD_NCCL_RANKS) $(COORD_NCCL_DIR)
+
+-include $(COORD_NCCL_OBJ:.o=.d)
+else
+coord-nccl check-nccl:
+	@echo "$@: skipped: needs a CUDA build and nccl.h (CUDA=$(VG_WITH_CUDA))"; exit 77
+endif
