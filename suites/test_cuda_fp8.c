@@ -332,12 +332,6 @@ static void test_bad_arguments_refused(void **state)
     /* A dense plan on the grouped path, a decode plan above its rows. */
     const vg_plan *dense = vg_cuda_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, 2, 256, 512);
     expect_refused(&c, dense, &c.args, VG_ERR_UNSUPPORTED, "dense plan on the grouped path");
-    a = c.args;
-    a.path = VG_PATH_DENSE;
-    a.w.groups = 1;
-    a.offsets = NULL;
-    a.offsets_host = NULL;
-    a.m = 8;
     const vg_plan *split = NULL;
     for (size_t i = 0; i < vg_cuda_plan_count(); i++) {
         const vg_plan *p = vg_cuda_plan_at(i);
@@ -345,9 +339,20 @@ static void test_bad_arguments_refused(void **state)
             split = p;
     }
     assert_non_null(split);
-    /* A split-K plan with too small a workspace. */
+    /* A split-K plan with too small a workspace (K long enough that the
+     * plan really splits). */
+    tc_case d;
+    tc_make(&d, VG_FAMILY_FP8, VG_PATH_DENSE, 8, 256, 8192, 1, NULL, 9);
+    size_t need = 0;
+    assert_int_equal(vg_cuda_workspace_bytes(split, &d.args, &need), VG_OK);
+    assert_true(need > 16);
+    a = d.args;
     a.workspace_bytes = 16;
-    expect_refused(&c, split, &a, VG_ERR_INVALID_ARG, "workspace too small");
+    expect_refused(&d, split, &a, VG_ERR_INVALID_ARG, "workspace too small");
+    a.workspace = NULL;
+    a.workspace_bytes = 0;
+    expect_refused(&d, split, &a, VG_ERR_INVALID_ARG, "no workspace");
+    tc_free(&d);
     /* Rows above the plan's max_rows: 17 rows on a 16-row plan. */
     tc_case big;
     tc_make(&big, VG_FAMILY_FP8, VG_PATH_DENSE, 17, 128, 256, 1, NULL, 6);

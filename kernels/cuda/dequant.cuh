@@ -8,6 +8,7 @@
  * turns the raw bytes of those 16 elements into that form:
  *
  *   kBits          bits per element in memory (16, 8 or 4)
+ *   decode_words(w, s, out)  the same from the raw bytes held in registers
  *   decode16(p, s, out)
  *                  p: the 16 elements' raw bytes in shared memory (16*kBits/8
  *                  bytes, 8-byte aligned at least); s: the "pre-scale" of
@@ -55,12 +56,18 @@ struct DeqFP16 {
     static constexpr bool kPostScale = false;
     static constexpr int kScaleK = 128;
     static __device__ __forceinline__ uint32_t prescale(const KWeight &, int, int, int) { return 0; }
-    static __device__ __forceinline__ void decode16(const uint8_t *p, uint32_t, uint32_t out[8])
+    static __device__ __forceinline__ void decode_words(const uint32_t w[8], uint32_t, uint32_t out[8])
+    {
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            out[i] = w[i];
+    }
+    static __device__ __forceinline__ void decode16(const uint8_t *p, uint32_t s, uint32_t out[8])
     {
         const uint4 a = *reinterpret_cast<const uint4 *>(p);
         const uint4 b = *reinterpret_cast<const uint4 *>(p + 16);
-        out[0] = a.x; out[1] = a.y; out[2] = a.z; out[3] = a.w;
-        out[4] = b.x; out[5] = b.y; out[6] = b.z; out[7] = b.w;
+        const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+        decode_words(w, s, out);
     }
     static __device__ __forceinline__ float postscale(const KWeight &, int, int, int) { return 1.0f; }
     static __device__ __forceinline__ float epilogue(const KWeight &) { return 1.0f; }
@@ -82,10 +89,14 @@ struct DeqFP8 {
     static constexpr bool kPostScale = true;
     static constexpr int kScaleK = VG_FP8_BLOCK;
     static __device__ __forceinline__ uint32_t prescale(const KWeight &, int, int, int) { return 0; }
-    static __device__ __forceinline__ void decode16(const uint8_t *p, uint32_t, uint32_t out[8])
+    static __device__ __forceinline__ void decode16(const uint8_t *p, uint32_t s, uint32_t out[8])
     {
         const uint4 v = *reinterpret_cast<const uint4 *>(p);
         const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+        decode_words(w, s, out);
+    }
+    static __device__ __forceinline__ void decode_words(const uint32_t w[4], uint32_t, uint32_t out[8])
+    {
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             out[2 * i] = e4m3x2_to_f16x2_scaled(w[i], 0x1404u);     /* bytes 0, 1 */
@@ -127,6 +138,10 @@ struct DeqNVFP4 {
     {
         const uint2 v = *reinterpret_cast<const uint2 *>(p);
         const uint32_t w[2] = {v.x, v.y};
+        decode_words(w, s, out);
+    }
+    static __device__ __forceinline__ void decode_words(const uint32_t w[2], uint32_t s, uint32_t out[8])
+    {
         const __half2 sc = *reinterpret_cast<const __half2 *>(&s);
 #pragma unroll
         for (int i = 0; i < 2; i++)
@@ -179,6 +194,10 @@ struct DeqMXFP4 {
     {
         DeqNVFP4::decode16(p, s, out);
     }
+    static __device__ __forceinline__ void decode_words(const uint32_t w[2], uint32_t s, uint32_t out[8])
+    {
+        DeqNVFP4::decode_words(w, s, out);
+    }
     static __device__ __forceinline__ float postscale(const KWeight &w, int g, int n, int kb)
     {
         return vg_e8m0_to_f32((uint8_t)block_max_exp(w, g, n, kb));
@@ -206,6 +225,10 @@ struct DeqAWQ {
     {
         const uint2 v = *reinterpret_cast<const uint2 *>(p);
         const uint32_t w[2] = {v.x, v.y};
+        decode_words(w, sz, out);
+    }
+    static __device__ __forceinline__ void decode_words(const uint32_t w[2], uint32_t sz, uint32_t out[8])
+    {
         const __half sc = __ushort_as_half((uint16_t)(sz & 0xFFFFu));
         const __half ze = __ushort_as_half((uint16_t)(sz >> 16));
         const __half2 sc2 = __halves2half2(sc, sc);

@@ -245,7 +245,7 @@ struct GemmCfg {
 template <class Deq, class C, int BM, int BN, int BK>
 static __device__ __forceinline__ void load_stage(uint8_t *ws_, uint8_t *xs_, const KParams &p,
                                                   const uint8_t *wq, int n0, int row0, int rows,
-                                                  int k0)
+                                                  int k0, bool fill_pad)
 {
     constexpr int WCH = C::kWRowBytes / 16;          /* 16-byte chunks per W row */
     constexpr int XCH = BK * 2 / 16;                 /* per X row */
@@ -268,7 +268,10 @@ static __device__ __forceinline__ void load_stage(uint8_t *ws_, uint8_t *xs_, co
         }
     }
     const int K = p.w.k;
-    for (int c = tid; c < BM * XCH; c += C::kThreads) {
+    /* X rows past the block's rows are zero; they stay zero in a stage
+     * buffer once written, so only a buffer's first use writes them. */
+    const int xrows = fill_pad ? BM : min(rows, BM);
+    for (int c = tid; c < xrows * XCH; c += C::kThreads) {
         const int r = c / XCH, ch = c % XCH;
         uint8_t *dst = xs_ + r * C::kXStride + ch * 16;
         const int kk = k0 + ch * 8;
@@ -365,7 +368,7 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
         if (s < ktiles) {
             uint8_t *st = smem + s * C::kStageBytes;
             load_stage<Deq, C, BM, BN, BK>(st, st + BN * C::kWStride, p, wq, n0, row0, rows,
-                                           kbeg + s * BK);
+                                           kbeg + s * BK, true);
         }
         cp_async_commit();
     }
@@ -378,7 +381,7 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
             if (tn < ktiles) {
                 uint8_t *st = smem + (tn % STAGES) * C::kStageBytes;
                 load_stage<Deq, C, BM, BN, BK>(st, st + BN * C::kWStride, p, wq, n0, row0, rows,
-                                               kbeg + tn * BK);
+                                               kbeg + tn * BK, tn < STAGES);
             }
             cp_async_commit();
         }
