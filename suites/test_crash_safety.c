@@ -186,9 +186,12 @@ static void kill_loop(const char *dir, const char *target, write_fn fn, void *us
             for (;;)
                 fn(target, user);
         }
-        /* Up to two write durations: early kills hit the first write, late
-         * ones a later rewrite (which must also keep a whole file). */
-        useconds_t delay = (useconds_t)(rand_r(&seed) % (2 * per_write + 1));
+        /* Even rounds: anywhere in the first write (before the rename: the
+         * old file must survive).  Odd rounds: in the third write or so,
+         * after at least one rename (a rewrite must keep a whole new file). */
+        useconds_t delay = (useconds_t)(rand_r(&seed) % (per_write + 1));
+        if (round & 1)
+            delay += (useconds_t)(2 * per_write);
         usleep(delay);
         kill(pid, SIGKILL);
         int status;
