@@ -981,6 +981,41 @@ static vg_status read_case(reader *r, vg_golden_file *f, hid_t cases, const char
     return st;
 }
 
+/* Name of the i-th case of group 'cases' (name index, increasing) into
+ * name[len].  HDF5 lists a group's links sorted by strcmp, so each name
+ * must sort strictly after the previous one (`prev`, "" for the first): a
+ * damaged name heap can make two indices return the same name, and then
+ * one case would be read twice and another never.  Names are plain link
+ * names (no '/', not "." or ".."), at most 31 bytes. */
+static vg_status case_name_at(reader *r, hid_t cases, int32_t i, const char *prev, char *name,
+                              size_t len)
+{
+    name[0] = '\0';
+    ssize_t n = H5Lget_name_by_idx(cases, ".", H5_INDEX_NAME, H5_ITER_INC, (hsize_t)i, name, len,
+                                   H5P_DEFAULT);
+    if (n < 0)
+        return rfail_h5(r, VG_ERR_FORMAT, "group 'cases'");
+    if ((size_t)n >= sizeof(((vg_golden_case *)0)->name)) {
+        name[0] = '\0';
+        return ffail(r->file, VG_ERR_FORMAT, "group 'cases' holds a name of %zd bytes (at most 31)",
+                     n);
+    }
+    if (n == 0 || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+        return ffail(r->file, VG_ERR_FORMAT, "group 'cases': entry %d has the invalid name '%s'",
+                     (int)i, name);
+    if (i > 0 && strcmp(name, prev) == 0)
+        return ffail(r->file, VG_ERR_FORMAT,
+                     "group 'cases' lists the case name '%s' twice (entries %d and %d): the "
+                     "group's name index is damaged",
+                     name, (int)i - 1, (int)i);
+    if (i > 0 && strcmp(name, prev) < 0)
+        return ffail(r->file, VG_ERR_FORMAT,
+                     "group 'cases': entry %d '%s' sorts before entry %d '%s': the group's name "
+                     "index is damaged",
+                     (int)i, name, (int)i - 1, prev);
+    return VG_OK;
+}
+
 static vg_status read_all(reader *r, vg_golden_file *f)
 {
     char buf[256];
@@ -1054,18 +1089,19 @@ static vg_status read_all(reader *r, vg_golden_file *f)
             st = ffail(r->file, VG_ERR_NO_MEMORY, "out of memory");
         f->ncases = f->cases ? ncases : 0;
     }
-    /* the cases in name order, so every reader sees the same order */
+    /* the cases in name order, so every reader sees the same order; all
+     * names first (a damaged name index shows in the order of the names,
+     * and opening by name may already fail on the first one) */
     for (int32_t i = 0; st == VG_OK && i < ncases; i++) {
         char name[64];
-        ssize_t len = H5Lget_name_by_idx(cases, ".", H5_INDEX_NAME, H5_ITER_INC, (hsize_t)i, name,
-                                         sizeof name, H5P_DEFAULT);
-        if (len < 0)
-            st = rfail_h5(r, VG_ERR_FORMAT, "group 'cases'");
-        else if ((size_t)len >= sizeof(f->cases[i].name))
-            st = ffail(r->file, VG_ERR_FORMAT, "group 'cases' holds a name of %zd bytes (at most 31)",
-                       len);
-        else
-            st = read_case(r, f, cases, name, &f->cases[i]);
+        st = case_name_at(r, cases, i, i ? f->cases[i - 1].name : "", name, sizeof name);
+        if (st == VG_OK)
+            snprintf(f->cases[i].name, sizeof f->cases[i].name, "%s", name);
+    }
+    for (int32_t i = 0; st == VG_OK && i < ncases; i++) {
+        char name[sizeof f->cases[i].name];
+        memcpy(name, f->cases[i].name, sizeof name);
+        st = read_case(r, f, cases, name, &f->cases[i]);
     }
     H5Gclose(cases);
     return st;

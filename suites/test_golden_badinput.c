@@ -226,6 +226,34 @@ static void flip_byte(const fixture *fx, long where)
     fclose(fp);
 }
 
+/* Replaces the one occurrence of `from` in the copy's bytes by `to` (same
+ * length): a raw edit of what HDF5's API cannot express. */
+static void patch_unique_bytes(const fixture *fx, const char *from, const char *to)
+{
+    size_t len = strlen(from);
+    assert_int_equal(strlen(to), len);
+    FILE *fp = fopen(fx->file, "r+b");
+    assert_non_null(fp);
+    fseek(fp, 0, SEEK_END);
+    long size = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *buf = malloc((size_t)size);
+    assert_int_equal(fread(buf, 1, (size_t)size, fp), (size_t)size);
+    long at = -1;
+    int found = 0;
+    for (long i = 0; i + (long)len <= size; i++)
+        if (!memcmp(buf + i, from, len)) {
+            at = i;
+            found++;
+        }
+    if (found != 1)
+        fail_msg("'%s' occurs %d times in %s, want once", from, found, fx->file);
+    fseek(fp, at, SEEK_SET);
+    assert_int_equal(fwrite(to, 1, len, fp), len);
+    fclose(fp);
+    free(buf);
+}
+
 /* ---- the cases ---------------------------------------------------------------------- */
 
 static void test_pristine_copy_is_good(void **state)
@@ -435,6 +463,35 @@ static void test_schema_version(void **state)
     expect_bad(fx, fx->file, VG_ERR_FORMAT, "attribute 'schema_version' = 2");
 }
 
+/* One byte of the group's name heap changed: the name index lists 'm001'
+ * for two entries (found by fuzz_golden).  The reader must not read case
+ * m001 twice and never read m002; it refuses the file naming the group. */
+static void test_duplicate_case_name(void **state)
+{
+    fixture *fx = *state;
+    patch_unique_bytes(fx, "m002", "m001");
+    expect_bad(fx, fx->file, VG_ERR_FORMAT,
+               "group 'cases' lists the case name 'm001' twice (entries 0 and 1)");
+}
+
+/* The same kind of damage giving names out of order. */
+static void test_case_names_out_of_order(void **state)
+{
+    fixture *fx = *state;
+    patch_unique_bytes(fx, "m002", "m000");
+    expect_bad(fx, fx->file, VG_ERR_FORMAT,
+               "group 'cases': entry 1 'm000' sorts before entry 0 'm001'");
+}
+
+/* fuzz_golden's own input (an awq grouped file whose t01 link reads as
+ * t02): refused the same way. */
+static void test_duplicate_case_name_fuzz_input(void **state)
+{
+    fixture *fx = *state;
+    expect_bad(fx, "suites/fuzz/regressions/fuzz_golden/dup_case_name", VG_ERR_FORMAT,
+               "group 'cases' lists the case name 't02' twice");
+}
+
 /* A recipe weight whose regenerated data does not match its hashes (as when
  * the generator changed) is refused with a message saying so. */
 static void test_recipe_mismatch(void **state)
@@ -537,6 +594,9 @@ int main(int argc, char **argv)
         T(test_missing_attribute),
         T(test_case_count_disagrees),
         T(test_schema_version),
+        T(test_duplicate_case_name),
+        T(test_case_names_out_of_order),
+        T(test_duplicate_case_name_fuzz_input),
         T(test_recipe_mismatch),
         T(test_random_damage),
     };
