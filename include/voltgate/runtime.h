@@ -59,8 +59,12 @@ vg_status vg_device_download(vg_device *dev, void *dst, const void *src, size_t 
 vg_status vg_device_synchronize(vg_device *dev, void *stream);
 
 /* ---- policy context --------------------------------------------------------
- * A per-thread stack: vg_gemm() uses the innermost entered policy, or the
- * `default` partition outside any. */
+ * A per-thread stack (at most 16 deep; VG_ERR_LIMIT beyond): vg_gemm() uses
+ * the innermost policy entered for its device (dev NULL at enter = for every
+ * device), or the `default` partition outside any.  `default` has the
+ * default field values but a hash of its own (runtime/POLICY.md), so it is
+ * never an engine's partition.  vg_policy_leave() with nothing entered is
+ * VG_ERR_STATE. */
 vg_status vg_policy_enter(vg_device *dev, const vg_config *cfg);
 vg_status vg_policy_leave(void);
 
@@ -91,8 +95,9 @@ vg_status vg_gemm(vg_device *dev, const char *op, const vg_gemm_args *args,
 
 /* Runs one named plan, bypassing the decision (golden verify --plan). */
 vg_status vg_gemm_with_plan(vg_device *dev, const char *plan_id, const vg_gemm_args *args);
-/* The plans of the device's backend that apply to the call, in table order;
- * *plans points into a static table. */
+/* The plans of the device's backend that apply to (f, path, rows), in table
+ * order: the first min(count, max) are written to plans[] (pointers into a
+ * static table) and *count is the number that apply (max 0 just counts). */
 vg_status vg_device_plans(vg_device *dev, vg_family f, vg_path path, int32_t rows,
                           const vg_plan **plans, size_t max, size_t *count);
 /* Bytes of workspace the device must have for this call under any plan. */
@@ -110,14 +115,18 @@ typedef struct vg_tuning_state {
 vg_status vg_device_tuning_state(vg_device *dev, vg_tuning_state *out);
 
 /* Tests only: replaces the backend's timer so a test decides which plan
- * wins a measurement.  fn returns the time in microseconds; NULL restores
- * the real timer. */
+ * wins a measurement.  fn returns the time in microseconds (called once per
+ * candidate, with args->path already rerouted; nothing is launched to time
+ * it); NULL restores the real timer.  Set it before calls start: it is not
+ * synchronised with concurrent vg_gemm() calls. */
 typedef double (*vg_timer_fn)(const vg_plan *plan, const vg_gemm_args *args, void *user);
 vg_status vg_device_set_timer(vg_device *dev, vg_timer_fn fn, void *user);
 
 /* ---- trace ------------------------------------------------------------------ *
  * VG_GEMM_TRACE=1 (stderr) or VG_GEMM_TRACE=/path (append), read at
- * vg_device_open; vg_trace_set overrides it ("" or NULL turns it off). */
+ * vg_device_open; vg_trace_set overrides it ("", "0" or NULL turns it off).
+ * Line formats: runtime/POLICY.md.  Change the target while no call is in
+ * flight on the device (the old file is closed). */
 vg_status vg_trace_set(vg_device *dev, const char *target);
 
 /* ---- LUT -------------------------------------------------------------------- */
@@ -145,9 +154,13 @@ typedef struct vg_warmup_report {
     uint64_t calls;
     int frozen;
 } vg_warmup_report;
-/* Enters cfg's policy itself, runs every grouped decode size 1..16 tokens per
- * group and the dense decode sizes up to M 64 for each layer, then freezes when
- * freeze_tuning_after_warmup is on. */
+/* Enters cfg's policy itself (and leaves it), runs every grouped decode size
+ * 1..16 tokens per group (grouped, loop and moe layers) and the dense decode
+ * sizes M 1..64 for each layer, on device buffers with synthetic non-zero
+ * weights, then freezes when freeze_tuning_after_warmup is on.  With
+ * gemm_lut_path set: imports it first when the file exists (cfg's partition
+ * only) and exports cfg's partition after the warm-up when it measured any
+ * shape.  report->shapes_measured counts new measurements on the device. */
 vg_status vg_warmup(vg_device *dev, const vg_config *cfg, const vg_layer *layers, int n,
                     vg_warmup_report *report);
 
