@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "coord_internal.h"
 #include "internal.h"
 #include "kernels.h"
 
@@ -169,7 +170,14 @@ vg_status vg_gemm(vg_device *dev, const char *op, const vg_gemm_args *args,
     vg_gemm_args a = *args;
     a.path = c.path;
     double us = 0.0;
-    if (c.decision == VG_DECISION_MEASURE && (st = measure(dev, &a, &c, &us)) != VG_OK)
+    /* fp8_coordinated_tuning: the ranks of the device's communicator agree
+     * on the decision (coord.c, issue 8); without a communicator, or for a
+     * shape that needs no agreement, it leaves c alone. */
+    int agreed = 0;
+    if (pol->coordinated_tuning &&
+        (st = vg_coord_decide(dev, op, pol, &a, &c, &us, &agreed)) != VG_OK)
+        return st;
+    if (!agreed && c.decision == VG_DECISION_MEASURE && (st = measure(dev, &a, &c, &us)) != VG_OK)
         return st;
 
     if (vg_trace_on(&dev->trace)) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coord_internal.h"
 #include "internal.h"
 
 /* The device workspace allocated at open: split-K partials of decode and
@@ -67,6 +68,7 @@ vg_status vg_device_close(vg_device *dev)
 {
     if (!dev)
         return VG_OK;
+    vg_coord_device_closed(dev);   /* a later device at this address starts clean */
     if (dev->ws)
         dev->ops->free(dev->ctx, dev->ws);
     vg_trace_close(&dev->trace);
