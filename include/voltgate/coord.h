@@ -45,6 +45,25 @@
  * Once an agreement finds every rank frozen, the device remembers it and
  * stops calling the communicator: a freeze is final, so no rank can ever
  * measure again and serving pays no collective.
+ *
+ * Trace: besides the usual decision line (whose decision= and plan= are
+ * the agreed ones), every round writes one line of its own prefix, so a
+ * parser of decision lines skips it:
+ *
+ *   vg-trace-coord rank=<r> size=<n> op=<name> family=<f> path=<p> m=<M>
+ *       n=<N> k=<K> groups=<G> policy=<16 hex>
+ *       outcome=<measured|refused|untimed> decision=<measure|reuse|heuristic>
+ *       plan=<agreed plan> refused_by=<lowest refusing rank, -1 if none>
+ *       reason=<frozen|capturing|tuning-off|none>
+ *       local_best=<this rank's own fastest, or none> slowest_us=<time stored>
+ *       all_frozen=<0|1>
+ *
+ * (on one line).  local_best != plan shows where this rank alone would
+ * have chosen differently.
+ *
+ * LUT: the ranks may share one gemm_lut_path (they write the same bytes,
+ * each through its own temporary file and an atomic rename) or use one
+ * each; they must start from the same LUT.
  */
 #ifndef VOLTGATE_COORD_H
 #define VOLTGATE_COORD_H
