@@ -672,15 +672,16 @@ static const char *dims_str(int rank, const hsize_t *d, char *buf, size_t len)
     return buf;
 }
 
-/* Reads dataset `name` of loc: checks presence, type, rank and extents
- * against want[], bounds its size, allocates *out, reads it and checks the
- * hash attribute sha256_<name> of hash_loc.  `where` prefixes names in
- * messages ("cases/t06/"). */
-static vg_status get_dataset(reader *r, hid_t loc, hid_t hash_loc, const char *where,
-                             const char *name, const elem_type *t, int rank,
-                             const hsize_t *want, void **out)
+/* Opens dataset `name` of loc and checks, without reading any data, its
+ * presence, type, rank and extents against want[] and the per-dataset size
+ * bound.  On VG_OK *ds_out is open (the caller closes it) and *bytes_out is
+ * its size in memory.  `where` prefixes names in messages ("cases/t06/"). */
+static vg_status open_dataset(reader *r, hid_t loc, const char *where, const char *name,
+                              const elem_type *t, int rank, const hsize_t *want, hid_t *ds_out,
+                              size_t *bytes_out)
 {
-    *out = NULL;
+    *ds_out = -1;
+    *bytes_out = 0;
     htri_t ex = H5Lexists(loc, name, H5P_DEFAULT);
     if (ex <= 0)
         return ffail(r->file, VG_ERR_FORMAT, "dataset '%s%s' is missing", where, name);
@@ -733,14 +734,44 @@ static vg_status get_dataset(reader *r, hid_t loc, hid_t hash_loc, const char *w
         }
         count *= (size_t)dims[i];
     }
-    if (count == (size_t)-1 || count > VG_GOLDEN_MAX_DATASET_BYTES / t->size ||
-        r->total_bytes + count * t->size > 4 * VG_GOLDEN_MAX_DATASET_BYTES) {
+    if (count == (size_t)-1 || count > VG_GOLDEN_MAX_DATASET_BYTES / t->size) {
         st = ffail(r->file, VG_ERR_LIMIT, "dataset '%s%s': %s elements exceed the %zu MiB bound",
                    where, name, dims_str(rank, dims, b1, sizeof b1),
                    VG_GOLDEN_MAX_DATASET_BYTES >> 20);
         goto done;
     }
-    size_t bytes = count * t->size;
+    *bytes_out = count * t->size;
+done:
+    if (ft >= 0)
+        H5Tclose(ft);
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (st != VG_OK)
+        H5Dclose(ds);
+    else
+        *ds_out = ds;
+    return st;
+}
+
+/* Reads dataset `name` of loc: open_dataset's checks, the per-file bound,
+ * then allocates *out, reads it and checks the hash attribute
+ * sha256_<name> of hash_loc. */
+static vg_status get_dataset(reader *r, hid_t loc, hid_t hash_loc, const char *where,
+                             const char *name, const elem_type *t, int rank,
+                             const hsize_t *want, void **out)
+{
+    *out = NULL;
+    hid_t ds;
+    size_t bytes;
+    vg_status st = open_dataset(r, loc, where, name, t, rank, want, &ds, &bytes);
+    if (st != VG_OK)
+        return st;
+    if (r->total_bytes + bytes > 4 * VG_GOLDEN_MAX_DATASET_BYTES) {
+        st = ffail(r->file, VG_ERR_LIMIT,
+                   "dataset '%s%s': %zu bytes would take the file past the %zu MiB bound",
+                   where, name, bytes, (4 * VG_GOLDEN_MAX_DATASET_BYTES) >> 20);
+        goto done;
+    }
     *out = malloc(bytes ? bytes : 1);
     if (!*out) {
         st = ffail(r->file, VG_ERR_NO_MEMORY, "dataset '%s%s': out of memory for %zu bytes",
@@ -773,10 +804,6 @@ done:
         free(*out);
         *out = NULL;
     }
-    if (ft >= 0)
-        H5Tclose(ft);
-    if (sp >= 0)
-        H5Sclose(sp);
     H5Dclose(ds);
     return st;
 }
@@ -1016,6 +1043,46 @@ static vg_status case_name_at(reader *r, hid_t cases, int32_t i, const char *pre
     return VG_OK;
 }
 
+/* The shape checks of one case, reading no data: its M attribute and the
+ * extents of x [M][K], offsets [groups + 1] and y_ref [M][N] (open_dataset).
+ * Adds the bytes they claim to *claimed. */
+static vg_status precheck_case(reader *r, const vg_golden_file *f, hid_t cases, const char *name,
+                               size_t *claimed)
+{
+    char where[64];
+    snprintf(where, sizeof where, "cases/%s/", name);
+    hid_t cg = H5Gopen2(cases, name, H5P_DEFAULT);
+    if (cg < 0) {
+        char what[96];
+        snprintf(what, sizeof what, "group 'cases/%s'", name);
+        return rfail_h5(r, VG_ERR_FORMAT, what);
+    }
+    int32_t m = 0;
+    vg_status st = get_i32(r, cg, where, "M", 1, VG_GOLDEN_MAX_DIM, &m);
+    const hsize_t M = (hsize_t)m, N = (hsize_t)f->n, K = (hsize_t)f->k;
+    const hsize_t dx[2] = {M, K}, dy[2] = {M, N}, doff = (hsize_t)f->groups + 1;
+    struct {
+        const char *name;
+        const elem_type *t;
+        int rank;
+        const hsize_t *dims;
+    } sets[3] = {{"x", &T_FP16, 2, dx}, {"offsets", &T_I32, 1, &doff}, {"y_ref", &T_F32, 2, dy}};
+    for (int i = 0; st == VG_OK && i < 3; i++) {
+        if (i == 1 && f->path == VG_PATH_DENSE)
+            continue;   /* read_case refuses offsets in a dense case */
+        hid_t ds;
+        size_t bytes;
+        st = open_dataset(r, cg, where, sets[i].name, sets[i].t, sets[i].rank, sets[i].dims, &ds,
+                          &bytes);
+        if (st == VG_OK) {
+            H5Dclose(ds);
+            *claimed += bytes;
+        }
+    }
+    H5Gclose(cg);
+    return st;
+}
+
 static vg_status read_all(reader *r, vg_golden_file *f)
 {
     char buf[256];
@@ -1062,15 +1129,6 @@ static vg_status read_all(reader *r, vg_golden_file *f)
     if ((st = get_i32(r, r->fid, "", "cases", 1, VG_GOLDEN_MAX_CASES, &ncases)) != VG_OK)
         return st;
 
-    st = f->weights_stored ? read_weight(r, f) : rebuild_recipe(r, f);
-    if (st != VG_OK)
-        return st;
-    size_t welems = (size_t)f->groups * (size_t)f->n * (size_t)f->k;
-    for (size_t i = 0; i < welems; i++)
-        if (!isfinite(f->w_dequant[i]))
-            return ffail(r->file, VG_ERR_FORMAT, "dataset 'w_dequant': element %zu is not finite",
-                         i);
-
     /* cases */
     if (H5Lexists(r->fid, "cases", H5P_DEFAULT) <= 0)
         return ffail(r->file, VG_ERR_FORMAT, "group 'cases' is missing");
@@ -1098,6 +1156,26 @@ static vg_status read_all(reader *r, vg_golden_file *f)
         if (st == VG_OK)
             snprintf(f->cases[i].name, sizeof f->cases[i].name, "%s", name);
     }
+    /* every case's shapes against N, K, groups before the weight: cheap,
+     * and a file whose N or K was changed is refused here rather than
+     * after rebuilding (recipe) or reading a weight of the claimed size */
+    size_t claimed = 0;
+    for (int32_t i = 0; st == VG_OK && i < ncases; i++)
+        st = precheck_case(r, f, cases, f->cases[i].name, &claimed);
+    if (st == VG_OK && claimed > 4 * VG_GOLDEN_MAX_DATASET_BYTES)
+        st = ffail(r->file, VG_ERR_LIMIT,
+                   "the cases' datasets claim %zu bytes, past the %zu MiB bound of a file",
+                   claimed, (4 * VG_GOLDEN_MAX_DATASET_BYTES) >> 20);
+
+    /* the weight */
+    if (st == VG_OK)
+        st = f->weights_stored ? read_weight(r, f) : rebuild_recipe(r, f);
+    size_t welems = (size_t)f->groups * (size_t)f->n * (size_t)f->k;
+    for (size_t i = 0; st == VG_OK && i < welems; i++)
+        if (!isfinite(f->w_dequant[i]))
+            st = ffail(r->file, VG_ERR_FORMAT, "dataset 'w_dequant': element %zu is not finite",
+                       i);
+
     for (int32_t i = 0; st == VG_OK && i < ncases; i++) {
         char name[sizeof f->cases[i].name];
         memcpy(name, f->cases[i].name, sizeof name);

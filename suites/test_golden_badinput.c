@@ -327,11 +327,26 @@ static void test_missing_case_dataset(void **state)
     expect_bad(fx, fx->file, VG_ERR_FORMAT, "dataset 'cases/m064/y_ref' is missing");
 }
 
+/* N changed: the cases' shapes are checked first (cheap, before any weight
+ * is read or rebuilt), so the first case's y_ref is named. */
 static void test_shape_disagrees(void **state)
 {
     fixture *fx = *state;
     set_int_attr(fx, "/", "N", 201);
-    expect_bad(fx, fx->file, VG_ERR_FORMAT, "dataset 'w_q': extents [1][200][392] disagree");
+    expect_bad(fx, fx->file, VG_ERR_FORMAT,
+               "dataset 'cases/m001/y_ref': extents [1][200] disagree with the attributes "
+               "(expected [1][201])");
+}
+
+/* A weight dataset whose extents disagree while every case agrees. */
+static void test_weight_extents_disagree(void **state)
+{
+    fixture *fx = *state;
+    hsize_t d[3] = {1, 200, 391};
+    replace_dataset(fx, "w_q", H5T_STD_U8LE, 3, d);
+    expect_bad(fx, fx->file, VG_ERR_FORMAT,
+               "dataset 'w_q': extents [1][200][391] disagree with the attributes "
+               "(expected [1][200][392])");
 }
 
 static void test_unknown_family(void **state)
@@ -376,6 +391,16 @@ static void test_consistent_huge_dataset_refused(void **state)
     fixture *fx = *state;
     set_int_attr(fx, "/", "N", 32768);
     set_int_attr(fx, "/", "K", 16384);
+    /* one case, M = 1, whose x and y_ref agree with the new N and K (the
+     * cases are checked before the weight) */
+    static const char *const others[] = {"cases/m002", "cases/m003", "cases/m006", "cases/m016",
+                                         "cases/m064", "cases/m065", "cases/m256"};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        delete_link(fx, others[i]);
+    set_int_attr(fx, "/", "cases", 1);
+    hsize_t dx[2] = {1, 16384}, dy[2] = {1, 32768};
+    replace_dataset(fx, "cases/m001/x", H5T_STD_U16LE, 2, dx);
+    replace_dataset(fx, "cases/m001/y_ref", H5T_IEEE_F32LE, 2, dy);
     hid_t fid = open_rw(fx);
     assert_true(H5Ldelete(fid, "w_q", H5P_DEFAULT) >= 0);
     hsize_t dims[3] = {1, 32768, 16384}, chunk[3] = {1, 64, 16384};
@@ -523,6 +548,42 @@ static void test_recipe_mismatch(void **state)
     expect_bad(fx, fx->file, VG_ERR_CHECKSUM, "recipe weight 'w_q': the regenerated data");
 }
 
+/* A small recipe file (nvfp4 moe, 3 x 16 x 32) whose N was changed to
+ * 262161: within RECIPE_MAX_ELEMENTS, so rebuilding the weight first would
+ * synthesize, quantize and hash 25 M weights (seconds; fuzz_golden's slow
+ * input recipe_n262161).  The cases' extents already disagree with N: the
+ * reader must say so, naming the case dataset, before any rebuilding. */
+static void test_recipe_shape_checked_before_rebuild(void **state)
+{
+    fixture *fx = *state;
+    static const int32_t routing[] = {2, 0, 1};
+    vg_golden_gen_args a;
+    memset(&a, 0, sizeof a);
+    a.family = VG_FAMILY_NVFP4;
+    a.path = VG_PATH_MOE;
+    a.n = 16;
+    a.k = 32;
+    a.groups = 3;
+    a.seed = 7;
+    a.routings = routing;
+    a.routing_count = 1;
+    a.recipe_weights = 1;
+    vg_golden_file f;
+    assert_int_equal(vg_golden_generate(&a, &f), VG_OK);
+    assert_int_equal(vg_golden_write(fx->file, &f), VG_OK);
+    vg_golden_free(&f);
+    set_int_attr(fx, "/", "N", 262161);
+    clock_t t0 = clock();
+    vg_status st = vg_golden_read(fx->file, &f);
+    double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    print_message("  refused in %.3f s CPU: %s\n", secs, vg_last_error());
+    assert_int_equal(st, VG_ERR_FORMAT);
+    assert_true(secs < 0.5);
+    expect_bad(fx, fx->file, VG_ERR_FORMAT,
+               "dataset 'cases/r0/y_ref': extents [3][16] disagree with the attributes "
+               "(expected [3][262161])");
+}
+
 /* Random damage (fixed seed): 60 copies with a few flipped bytes or a cut
  * tail each either still read (a byte HDF5 never uses) or fail with a
  * message naming the file; nothing crashes. */
@@ -581,6 +642,7 @@ int main(int argc, char **argv)
         T(test_missing_dataset),
         T(test_missing_case_dataset),
         T(test_shape_disagrees),
+        T(test_weight_extents_disagree),
         T(test_unknown_family),
         T(test_unknown_path),
         T(test_huge_shape_refused),
@@ -598,6 +660,7 @@ int main(int argc, char **argv)
         T(test_case_names_out_of_order),
         T(test_duplicate_case_name_fuzz_input),
         T(test_recipe_mismatch),
+        T(test_recipe_shape_checked_before_rebuild),
         T(test_random_damage),
     };
     return VGTEST_MAIN("golden_badinput", tests);
