@@ -42,6 +42,23 @@ if [ -f "$LIB" ]; then
         MAKE_ARGS+=(CUDA=0)
     fi
 fi
+# A sanitizer or coverage build of the library (make sanitize / coverage)
+# needs its runtime at link time; Open MPI's own allocations would fail
+# LeakSanitizer, so leaks are checked by the cmocka suites, not here.
+LINK_FLAGS=""
+if [ -f "$LIB" ]; then
+    syms=$(nm "$LIB" 2>/dev/null)
+    if grep -q '__asan_' <<<"$syms"; then
+        LINK_FLAGS="-fsanitize=address,undefined"
+        export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+    elif grep -q '__tsan_' <<<"$syms"; then
+        LINK_FLAGS="-fsanitize=thread"
+    fi
+    if grep -q '__gcov_' <<<"$syms"; then
+        LINK_FLAGS="$LINK_FLAGS --coverage"
+    fi
+    [ -n "$LINK_FLAGS" ] && MAKE_ARGS+=("LDFLAGS=$LINK_FLAGS")
+fi
 if ! make "${MAKE_ARGS[@]}" coord-mpi >"$BUILD/coord_mpi_build.log" 2>&1; then
     cat "$BUILD/coord_mpi_build.log"
     say "FAIL: could not build $BIN"
