@@ -740,7 +740,8 @@ static vg_status open_dataset(reader *r, hid_t loc, const char *where, const cha
                    VG_GOLDEN_MAX_DATASET_BYTES >> 20);
         goto done;
     }
-    *bytes_out = count * t->size;
+    size_t bytes = count * t->size;
+    *bytes_out = bytes;
 done:
     if (ft >= 0)
         H5Tclose(ft);
@@ -868,23 +869,82 @@ static vg_status rebuild_recipe(reader *r, vg_golden_file *f)
     return st;
 }
 
-static vg_status read_weight(reader *r, vg_golden_file *f)
+/* The weight datasets of a stored weight, as the layout says they are. */
+typedef struct weight_set {
+    const char *name;
+    elem_type t;
+    int rank;
+    hsize_t dims[3];
+} weight_set;
+
+static int weight_sets(const vg_golden_file *f, weight_set *out)
 {
     const hsize_t G = (hsize_t)f->groups, N = (hsize_t)f->n, K = (hsize_t)f->k;
     const elem_type tq = wq_type(f->family), ts = wscale_type(f->family);
-    hsize_t dq[3] = {G, N, (hsize_t)(f->layout.q_bytes / (size_t)N / tq.size)};
-    hsize_t dsc[3] = {G, (hsize_t)f->layout.scale_rows, (hsize_t)f->layout.scale_cols};
-    hsize_t dw[3] = {G, N, K}, one = 1;
-    vg_status st = get_dataset(r, r->fid, r->fid, "", "w_q", &tq, 3, dq, &f->w_q);
-    if (st == VG_OK && f->layout.scale_bytes)
-        st = get_dataset(r, r->fid, r->fid, "", "w_scale", &ts, 3, dsc, &f->w_scale);
-    if (st == VG_OK && f->layout.zero_bytes)
-        st = get_dataset(r, r->fid, r->fid, "", "w_zero", &T_FP16, 3, dsc, &f->w_zero);
+    int n = 0;
+    out[n++] = (weight_set){"w_q", tq, 3, {G, N, (hsize_t)(f->layout.q_bytes / (size_t)N / tq.size)}};
+    if (f->layout.scale_bytes)
+        out[n++] = (weight_set){"w_scale", ts, 3,
+                                {G, (hsize_t)f->layout.scale_rows, (hsize_t)f->layout.scale_cols}};
+    if (f->layout.zero_bytes)
+        out[n++] = (weight_set){"w_zero", T_FP16, 3,
+                                {G, (hsize_t)f->layout.scale_rows, (hsize_t)f->layout.scale_cols}};
+    if (f->family == VG_FAMILY_NVFP4)
+        out[n++] = (weight_set){"w_tensor_scale", T_F32, 1, {1, 0, 0}};
+    out[n++] = (weight_set){"w_dequant", T_F32, 3, {G, N, K}};
+    return n;
+}
+
+/* The weight's shape checks, reading no data: a stored weight's datasets
+ * (open_dataset: presence, type, extents, size bounds), a recipe's element
+ * bound.  Adds the bytes a stored weight claims to *claimed. */
+static vg_status precheck_weight(reader *r, const vg_golden_file *f, size_t *claimed)
+{
+    if (!f->weights_stored) {
+        size_t elems = (size_t)f->groups * (size_t)f->n * (size_t)f->k;
+        if (elems > RECIPE_MAX_ELEMENTS)
+            return ffail(r->file, VG_ERR_LIMIT,
+                         "recipe weight of %zu elements exceeds the bound of %zu", elems,
+                         RECIPE_MAX_ELEMENTS);
+        return VG_OK;
+    }
+    weight_set sets[5];
+    int n = weight_sets(f, sets);
+    for (int i = 0; i < n; i++) {
+        hid_t ds;
+        size_t bytes;
+        vg_status st = open_dataset(r, r->fid, "", sets[i].name, &sets[i].t, sets[i].rank,
+                                    sets[i].dims, &ds, &bytes);
+        if (st != VG_OK)
+            return st;
+        H5Dclose(ds);
+        *claimed += bytes;
+    }
+    return VG_OK;
+}
+
+static vg_status read_weight(reader *r, vg_golden_file *f)
+{
+    weight_set sets[5];
+    int n = weight_sets(f, sets);
     f->w_tensor_scale = 1.0f;
-    if (st == VG_OK && f->family == VG_FAMILY_NVFP4) {
+    vg_status st = VG_OK;
+    for (int i = 0; st == VG_OK && i < n; i++) {
         void *p = NULL;
-        st = get_dataset(r, r->fid, r->fid, "", "w_tensor_scale", &T_F32, 1, &one, &p);
-        if (st == VG_OK) {
+        st = get_dataset(r, r->fid, r->fid, "", sets[i].name, &sets[i].t, sets[i].rank,
+                         sets[i].dims, &p);
+        if (st != VG_OK)
+            break;
+        const char *nm = sets[i].name;
+        if (!strcmp(nm, "w_q"))
+            f->w_q = p;
+        else if (!strcmp(nm, "w_scale"))
+            f->w_scale = p;
+        else if (!strcmp(nm, "w_zero"))
+            f->w_zero = p;
+        else if (!strcmp(nm, "w_dequant"))
+            f->w_dequant = p;
+        else { /* w_tensor_scale */
             memcpy(&f->w_tensor_scale, p, sizeof(float));
             free(p);
             if (!(isfinite(f->w_tensor_scale) && f->w_tensor_scale > 0.0f))
@@ -892,9 +952,6 @@ static vg_status read_weight(reader *r, vg_golden_file *f)
                            "finite positive scale", (double)f->w_tensor_scale);
         }
     }
-    if (st == VG_OK)
-        st = get_dataset(r, r->fid, r->fid, "", "w_dequant", &T_F32, 3, dw,
-                         (void **)&f->w_dequant);
     return st;
 }
 
@@ -1129,6 +1186,11 @@ static vg_status read_all(reader *r, vg_golden_file *f)
     if ((st = get_i32(r, r->fid, "", "cases", 1, VG_GOLDEN_MAX_CASES, &ncases)) != VG_OK)
         return st;
 
+    /* the weight's shapes (no data read) */
+    size_t weight_claimed = 0;
+    if ((st = precheck_weight(r, f, &weight_claimed)) != VG_OK)
+        return st;
+
     /* cases */
     if (H5Lexists(r->fid, "cases", H5P_DEFAULT) <= 0)
         return ffail(r->file, VG_ERR_FORMAT, "group 'cases' is missing");
@@ -1156,16 +1218,17 @@ static vg_status read_all(reader *r, vg_golden_file *f)
         if (st == VG_OK)
             snprintf(f->cases[i].name, sizeof f->cases[i].name, "%s", name);
     }
-    /* every case's shapes against N, K, groups before the weight: cheap,
-     * and a file whose N or K was changed is refused here rather than
-     * after rebuilding (recipe) or reading a weight of the claimed size */
-    size_t claimed = 0;
+    /* every case's shapes against N, K, groups before the weight's data:
+     * cheap, and a file whose N or K was changed is refused here rather
+     * than after rebuilding (recipe) or reading a weight of the claimed
+     * size */
+    size_t claimed = weight_claimed;
     for (int32_t i = 0; st == VG_OK && i < ncases; i++)
         st = precheck_case(r, f, cases, f->cases[i].name, &claimed);
     if (st == VG_OK && claimed > 4 * VG_GOLDEN_MAX_DATASET_BYTES)
         st = ffail(r->file, VG_ERR_LIMIT,
-                   "the cases' datasets claim %zu bytes, past the %zu MiB bound of a file",
-                   claimed, (4 * VG_GOLDEN_MAX_DATASET_BYTES) >> 20);
+                   "the datasets claim %zu bytes, past the %zu MiB bound of a file", claimed,
+                   (4 * VG_GOLDEN_MAX_DATASET_BYTES) >> 20);
 
     /* the weight */
     if (st == VG_OK)
