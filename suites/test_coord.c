@@ -40,6 +40,7 @@ typedef struct fake_rank {
     fake_group *g;
     int rank;
     int fail_min;              /* allreduce_min returns VG_ERR_IO (after taking part) */
+    int fail_max;              /* allreduce_max the same */
     int lie_candidates;        /* perturbs its candidate hash (a different plan table) */
     int lie_call;              /* perturbs its call hash (a call out of step) */
 } fake_rank;
@@ -85,7 +86,7 @@ static vg_status fake_max(double *buf, int n, void *handle)
         buf[i] = v;
     }
     pthread_barrier_wait(&g->barrier);
-    return VG_OK;
+    return r->fail_max ? vg_fail(VG_ERR_IO, "fake comm: allreduce failed") : VG_OK;
 }
 
 /* ---- scripted times ----------------------------------------------------------------- */
@@ -170,6 +171,11 @@ typedef struct rank_state {
     vg_config *cfg;
     vg_layer_buffers b;
     int attach, freeze_first, capturing;
+    int size_override;         /* a comm that claims another group size */
+    /* between the decision and vg_coord_decide (races with other threads
+     * of the same rank): store `between_plan` for the shape, or freeze */
+    const vg_plan *between_plan;
+    int between_freeze;
     int32_t rows;
     /* what the thread saw */
     vg_status st;
@@ -237,7 +243,8 @@ static void *rank_main(void *arg)
 {
     rank_state *r = arg;
     if (r->attach) {
-        vg_comm comm = {.handle = &r->fr, .rank = r->fr.rank, .size = r->fr.g->size,
+        vg_comm comm = {.handle = &r->fr, .rank = r->fr.rank,
+                        .size = r->size_override ? r->size_override : r->fr.g->size,
                         .allreduce_max_f64 = fake_max, .allreduce_min_i64 = fake_min};
         r->st = vg_device_set_comm(r->dev, &comm);
         if (r->st != VG_OK)
@@ -252,6 +259,10 @@ static void *rank_main(void *arg)
     vg_layer_args(&r->b, r->rows, &a);
     r->measured_before = measured(r->dev);
     r->st = vg_dispatch_decide(r->dev, &pol, &a, &r->c);
+    if (r->st == VG_OK && r->between_plan)
+        vg_cache_put(&r->dev->tuning.cache, &r->c.key, r->between_plan, 3.0, 0, NULL);
+    if (r->st == VG_OK && r->between_freeze)
+        vg_device_freeze_tuning(r->dev);
     if (r->st == VG_OK) {
         a.path = r->c.path;
         r->us = 0.0;
@@ -601,6 +612,72 @@ static void all_frozen_stops_rounds(void **state)
     group_close(&G);
 }
 
+/* Another thread of the rank stored the shape after the decision looked:
+ * reuse it, with no round (every rank's cache has it alike). */
+static void cached_since_the_decision(void **state)
+{
+    (void)state;
+    group G;
+    group_open(&G, 2, MODE_DISAGREE, CFG_COORD);
+    for (int q = 0; q < 2; q++)
+        G.r[q].between_plan = vg_cpu_plan_at(2);
+    group_run(&G);
+    for (int q = 0; q < 2; q++) {
+        assert_ok(&G.r[q]);
+        assert_int_equal(G.r[q].handled, 1);
+        assert_int_equal(G.r[q].c.decision, VG_DECISION_REUSE);
+        assert_ptr_equal(G.r[q].c.plan, vg_cpu_plan_at(2));
+    }
+    assert_int_equal(atomic_load(&G.g.calls_min), 0);
+    group_close(&G);
+}
+
+/* A freeze that lands on one rank between its decision (measure) and the
+ * round: it refuses, nobody measures. */
+static void freeze_since_the_decision(void **state)
+{
+    (void)state;
+    group G;
+    group_open(&G, 2, MODE_DISAGREE, CFG_COORD);
+    G.r[1].between_freeze = 1;
+    group_run(&G);
+    assert_refused_alike(&G, VG_DECISION_HEURISTIC,
+                         vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, ROWS, 128, 128));
+    group_close(&G);
+}
+
+static void comm_max_error_is_returned_and_releases(void **state)
+{
+    (void)state;
+    group G;
+    group_open(&G, 2, MODE_DISAGREE, CFG_COORD);
+    G.r[0].fr.fail_max = G.r[1].fr.fail_max = 1;
+    group_run(&G);
+    for (int q = 0; q < 2; q++) {
+        assert_int_equal(G.r[q].st, VG_ERR_IO);
+        const vg_plan *p = NULL;
+        assert_false(vg_cache_find(&G.r[q].dev->tuning.cache, &G.r[q].c.key, &p));
+        assert_int_equal(G.r[q].measured_after, G.r[q].measured_before);
+        assert_int_equal(G.r[q].dev->tuning.in_flight, 0);
+    }
+    group_close(&G);
+}
+
+static void group_size_mismatch_fails_everywhere(void **state)
+{
+    (void)state;
+    group G;
+    group_open(&G, 2, MODE_DISAGREE, CFG_COORD);
+    G.r[1].size_override = 3;
+    group_run(&G);
+    for (int q = 0; q < 2; q++) {
+        assert_int_equal(G.r[q].st, VG_ERR_STATE);
+        assert_non_null(strstr(G.r[q].err, "group size"));
+        assert_int_equal(G.r[q].dev->tuning.in_flight, 0);
+    }
+    group_close(&G);
+}
+
 static vg_status noop_min(int64_t *b, int n, void *h) { (void)b; (void)n; (void)h; return VG_OK; }
 static vg_status noop_max(double *b, int n, void *h) { (void)b; (void)n; (void)h; return VG_OK; }
 
@@ -662,6 +739,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(no_round_when_not_needed),
         cmocka_unit_test(group_of_one),
         cmocka_unit_test(all_frozen_stops_rounds),
+        cmocka_unit_test(cached_since_the_decision),
+        cmocka_unit_test(freeze_since_the_decision),
+        cmocka_unit_test(comm_max_error_is_returned_and_releases),
+        cmocka_unit_test(group_size_mismatch_fails_everywhere),
         cmocka_unit_test(set_comm_checks),
     };
     return VGTEST_MAIN("coord", tests);
