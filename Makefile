@@ -167,3 +167,4 @@ clean:
 
 -include $(LIB_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(SUITE_BINS:$(BUILD)/suites/%=$(BUILD)/obj/suites/%.d)
 -include suites/fuzz/fuzz.mk
+-include suites/coord.mk
