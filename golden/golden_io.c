@@ -30,6 +30,14 @@
 #define CHUNK_TARGET_BYTES (256u * 1024u)
 /* A recipe weight is rebuilt in memory: bound it harder than stored data. */
 #define RECIPE_MAX_ELEMENTS ((size_t)1 << 26)
+/* A filtered (compressed) dataset must store at least 1/STORAGE_MAX_RATIO of
+ * the bytes it claims, less STORAGE_SLACK: deflate cannot compress more than
+ * 1032:1 (a 258-byte match in no less than 2 bits), and shuffle does not
+ * change the size, so no dataset this writer (or h5repack with deflate)
+ * wrote is refused; unwritten chunks claiming hundreds of MiB are.  The
+ * slack lets small damaged datasets reach the hash check. */
+#define STORAGE_MAX_RATIO 1032
+#define STORAGE_SLACK (1024.0 * 1024.0)
 
 /* ---- HDF5 error handling ------------------------------------------------------ */
 
@@ -741,6 +749,37 @@ static vg_status open_dataset(reader *r, hid_t loc, const char *where, const cha
         goto done;
     }
     size_t bytes = count * t->size;
+    /* the data must be in the file: a few-KiB file may claim, within the
+     * bounds above, a dataset of hundreds of MiB whose chunks were never
+     * written (HDF5 would hand out fill values, and the hash check would
+     * refuse them only after allocating and reading it all) */
+    {
+        hid_t dcpl = H5Dget_create_plist(ds);
+        int nfilters = dcpl >= 0 ? H5Pget_nfilters(dcpl) : -1;
+        if (dcpl >= 0)
+            H5Pclose(dcpl);
+        hsize_t stored = H5Dget_storage_size(ds);   /* 0 also on error */
+        if (nfilters < 0) {
+            char what[128];
+            snprintf(what, sizeof what, "dataset '%s%s': creation properties", where, name);
+            st = rfail_h5(r, VG_ERR_FORMAT, what);
+            goto done;
+        }
+        if (nfilters == 0 && stored < (hsize_t)bytes) {
+            st = ffail(r->file, VG_ERR_FORMAT,
+                       "dataset '%s%s': the file stores %llu of its %zu bytes (uncompressed): "
+                       "truncated or damaged",
+                       where, name, (unsigned long long)stored, bytes);
+            goto done;
+        }
+        if (nfilters > 0 && (double)bytes > STORAGE_MAX_RATIO * (double)stored + STORAGE_SLACK) {
+            st = ffail(r->file, VG_ERR_FORMAT,
+                       "dataset '%s%s': the file stores %llu bytes for its %zu (compressed more "
+                       "than %d:1, beyond deflate): truncated or damaged",
+                       where, name, (unsigned long long)stored, bytes, STORAGE_MAX_RATIO);
+            goto done;
+        }
+    }
     *bytes_out = bytes;
 done:
     if (ft >= 0)

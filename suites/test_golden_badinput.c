@@ -570,6 +570,167 @@ static void test_recipe_shape_checked_before_rebuild(void **state)
                "(expected [3][262161])");
 }
 
+/* ---- data the file does not hold ------------------------------------------------- */
+
+/* fx->file := a small fp8 dense file, 16 x 32, one case m002 (M = 2). */
+static void small_dense_file(const fixture *fx)
+{
+    static const int32_t ms[] = {2};
+    vg_golden_gen_args a;
+    memset(&a, 0, sizeof a);
+    a.family = VG_FAMILY_FP8;
+    a.path = VG_PATH_DENSE;
+    a.n = 16;
+    a.k = 32;
+    a.groups = 1;
+    a.seed = 3;
+    a.m_list = ms;
+    a.m_count = 1;
+    vg_golden_file f;
+    assert_int_equal(vg_golden_generate(&a, &f), VG_OK);
+    assert_int_equal(vg_golden_write(fx->file, &f), VG_OK);
+    vg_golden_free(&f);
+}
+
+/* Replaces dataset `name` by an unwritten one of the given extents:
+ * chunked 1 x 1 with deflate (a few hundred bytes whatever it claims), or
+ * contiguous (nothing allocated until written). */
+static void unwritten_dataset(const fixture *fx, const char *name, hid_t type, const hsize_t *dims,
+                              int chunked)
+{
+    hid_t fid = open_rw(fx);
+    assert_true(H5Ldelete(fid, name, H5P_DEFAULT) >= 0);
+    hid_t sp = H5Screate_simple(2, dims, NULL);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    if (chunked) {
+        hsize_t chunk[2] = {1, 1};
+        assert_true(H5Pset_chunk(dcpl, 2, chunk) >= 0);
+        assert_true(H5Pset_deflate(dcpl, 6) >= 0);
+    }
+    hid_t ds = H5Dcreate2(fid, name, type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    assert_true(ds >= 0);
+    H5Dclose(ds);
+    H5Pclose(dcpl);
+    H5Sclose(sp);
+    H5Fclose(fid);
+}
+
+/* Peak resident memory of this process, KiB. */
+static long peak_rss_kib(void)
+{
+    FILE *fp = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (fp && fgets(line, sizeof line, fp))
+        if (!strncmp(line, "VmHWM:", 6))
+            kib = strtol(line + 6, NULL, 10);
+    if (fp)
+        fclose(fp);
+    return kib;
+}
+
+/* A ~10 KB file whose case claims M = 2^20 with x [2^20][32] and y_ref
+ * [2^20][16] never written (64 MiB each, inside the per-dataset bound):
+ * refused from the storage size, before anything is allocated or read
+ * (test_resource_bounds' golden_huge_shapes, finding of helper F).  The
+ * read runs in a child so that its peak memory can be measured alone. */
+static void test_unwritten_chunked_claim_refused(void **state)
+{
+    fixture *fx = *state;
+    small_dense_file(fx);
+    set_int_attr(fx, "/cases/m002", "M", 1 << 20);
+    hid_t fid = open_rw(fx);
+    hid_t c = H5Oopen(fid, "/cases/m002", H5P_DEFAULT);
+    hid_t ta = H5Aopen(c, "tokens", H5P_DEFAULT);
+    int32_t tok = 1 << 20;
+    assert_true(H5Awrite(ta, H5T_NATIVE_INT32, &tok) >= 0);
+    H5Aclose(ta);
+    H5Oclose(c);
+    H5Fclose(fid);
+    hsize_t dx[2] = {1 << 20, 32}, dy[2] = {1 << 20, 16};
+    unwritten_dataset(fx, "cases/m002/x", H5T_STD_U16LE, dx, 1);
+    unwritten_dataset(fx, "cases/m002/y_ref", H5T_IEEE_F32LE, dy, 1);
+    struct stat sb;
+    assert_int_equal(stat(fx->file, &sb), 0);
+    print_message("  file of %lld bytes claims 128 MiB\n", (long long)sb.st_size);
+    assert_true(sb.st_size < 64 * 1024);
+
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        long before = peak_rss_kib();
+        vg_golden_file f;
+        vg_status st = vg_golden_read(fx->file, &f);
+        long grew = peak_rss_kib() - before;
+        fprintf(stderr, "  child: %s, peak RSS grew %ld KiB: %s\n", vg_status_str(st), grew,
+                vg_last_error());
+        _exit(st != VG_ERR_FORMAT ? 1 : grew > 16 * 1024 ? 2 : 0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status));
+    if (WEXITSTATUS(status))
+        fail_msg("child check %d failed (1 status, 2 memory)", WEXITSTATUS(status));
+    expect_bad(fx, fx->file, VG_ERR_FORMAT,
+               "dataset 'cases/m002/x': the file stores 0 bytes for its 67108864 (compressed more "
+               "than 1032:1, beyond deflate)");
+}
+
+/* The same with a contiguous (uncompressed) x: it must store every byte. */
+static void test_unwritten_contiguous_claim_refused(void **state)
+{
+    fixture *fx = *state;
+    small_dense_file(fx);
+    hsize_t dx[2] = {2, 32};
+    unwritten_dataset(fx, "cases/m002/x", H5T_STD_U16LE, dx, 0);
+    expect_bad(fx, fx->file, VG_ERR_FORMAT,
+               "dataset 'cases/m002/x': the file stores 0 of its 128 bytes (uncompressed)");
+}
+
+/* The rule refuses nothing the writer writes, even data that compresses
+ * as well as deflate can: an fp16 file of constant weights and activations
+ * (w_dequant 16 MiB of 1.0f) reads back. */
+static void test_most_compressible_data_accepted(void **state)
+{
+    fixture *fx = *state;
+    static const int32_t ms[] = {4};
+    vg_golden_gen_args a;
+    memset(&a, 0, sizeof a);
+    a.family = VG_FAMILY_FP16;
+    a.path = VG_PATH_DENSE;
+    a.n = 2048;
+    a.k = 2048;
+    a.groups = 1;
+    a.seed = 1;
+    a.m_list = ms;
+    a.m_count = 1;
+    vg_golden_file f;
+    assert_int_equal(vg_golden_generate(&a, &f), VG_OK);
+    size_t nk = (size_t)a.n * (size_t)a.k;
+    uint16_t *q = f.w_q;
+    for (size_t i = 0; i < nk; i++) {
+        q[i] = 0x3C00;   /* 1.0 in FP16 */
+        f.w_dequant[i] = 1.0f;
+    }
+    for (size_t i = 0; i < (size_t)ms[0] * (size_t)a.k; i++)
+        f.cases[0].x[i] = 0x3C00;
+    assert_int_equal(vg_golden_compute_reference(&f, &f.cases[0]), VG_OK);
+    assert_int_equal(vg_golden_write(fx->file, &f), VG_OK);
+    vg_golden_free(&f);
+
+    hid_t fid = H5Fopen(fx->file, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t ds = H5Dopen2(fid, "w_dequant", H5P_DEFAULT);
+    double ratio = (double)(nk * sizeof(float)) / (double)H5Dget_storage_size(ds);
+    H5Dclose(ds);
+    H5Fclose(fid);
+    print_message("  w_dequant compressed %.0f:1\n", ratio);
+    assert_true(ratio > 500.0);   /* the case is as extreme as meant */
+    if (vg_golden_read(fx->file, &f) != VG_OK)
+        fail_msg("%s", vg_last_error());
+    vg_golden_free(&f);
+}
+
 /* Random damage (fixed seed): 60 copies with a few flipped bytes or a cut
  * tail each either still read (a byte HDF5 never uses) or fail with a
  * message naming the file; nothing crashes. */
@@ -647,6 +808,9 @@ int main(int argc, char **argv)
         T(test_duplicate_case_name_fuzz_input),
         T(test_recipe_mismatch),
         T(test_recipe_shape_checked_before_rebuild),
+        T(test_unwritten_chunked_claim_refused),
+        T(test_unwritten_contiguous_claim_refused),
+        T(test_most_compressible_data_accepted),
         T(test_random_damage),
     };
     return VGTEST_MAIN("golden_badinput", tests);
