@@ -12,6 +12,7 @@
 #include "voltgate/golden.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <hdf5.h>
 #include <math.h>
 #include <stdarg.h>
@@ -63,26 +64,57 @@ static void quiet_end(const h5_quiet *q)
 typedef struct stack_walk {
     char inner[200];  /* the most specific error (where it began) */
     char outer[200];  /* the API-level error */
+    char os[128];     /* the operating system's reason, when HDF5 quotes one */
 } stack_walk;
+
+/* HDF5's low-level I/O errors read "file write failed: time = Wed Dec  2
+ * 17:12:19 2026, filename = '...', file descriptor = 3, errno = 28, error
+ * message = 'No space left on device', buf = 0x55..., ...": keep the words
+ * before the first of those details, and the quoted OS reason apart. */
+static void clean_desc(const char *desc, char *out, size_t len, char *os, size_t os_len)
+{
+    static const char *const cuts[] = {": time = ", ", time = ", " time = ", ", errno = ",
+                                       " errno = ", ", filename = "};
+    size_t keep = strlen(desc);
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        const char *at = strstr(desc, cuts[i]);
+        if (at && (size_t)(at - desc) < keep)
+            keep = (size_t)(at - desc);
+    }
+    snprintf(out, len, "%.*s", (int)keep, desc);
+    const char *m = strstr(desc, "error message = '");
+    if (m && !os[0]) {
+        m += strlen("error message = '");
+        const char *q = strchr(m, '\'');
+        size_t n = q ? (size_t)(q - m) : strlen(m);
+        snprintf(os, os_len, "%.*s", (int)n, m);
+    }
+}
 
 static herr_t walk_cb(unsigned n, const H5E_error2_t *e, void *data)
 {
     stack_walk *w = data;
     const char *desc = e->desc ? e->desc : "";
+    char clean[200];
+    clean_desc(desc, clean, sizeof clean, w->os, sizeof w->os);
     if (n == 0)
-        snprintf(w->inner, sizeof w->inner, "%s", desc);
-    snprintf(w->outer, sizeof w->outer, "%s", desc);
+        snprintf(w->inner, sizeof w->inner, "%s", clean);
+    snprintf(w->outer, sizeof w->outer, "%s", clean);
     return 0;
 }
 
-/* One line from HDF5's current error stack, which is then cleared. */
+/* One line from HDF5's current error stack, which is then cleared.  When
+ * the stack quotes an OS error, the line ends with it (and never holds the
+ * timestamps, descriptors and buffer addresses of HDF5's raw text). */
 static void hdf5_message(char *buf, size_t len)
 {
     stack_walk w;
-    w.inner[0] = w.outer[0] = '\0';
+    w.inner[0] = w.outer[0] = w.os[0] = '\0';
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_cb, &w);
     H5Eclear2(H5E_DEFAULT);
-    if (!w.inner[0] && !w.outer[0])
+    if (w.os[0])
+        snprintf(buf, len, "%s (%s)", w.os, w.inner[0] ? w.inner : w.outer);
+    else if (!w.inner[0] && !w.outer[0])
         snprintf(buf, len, "HDF5 call failed");
     else if (!strcmp(w.inner, w.outer) || !w.outer[0])
         snprintf(buf, len, "%s", w.inner);
@@ -366,6 +398,42 @@ static vg_status check_before_write(const char *file, const vg_golden_file *f)
     return VG_OK;
 }
 
+/* Writes the file image to tmp with plain write(2) and fsync(2); on any
+ * failure removes tmp and says why in one line (strerror). */
+static vg_status write_image(const char *file, const char *tmp, const void *image, size_t len)
+{
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return ffail(file, VG_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+    const char *p = image;
+    size_t left = len;
+    int err = 0;
+    while (left > 0) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            err = n < 0 ? errno : ENOSPC;
+            break;
+        }
+        p += n;
+        left -= (size_t)n;
+    }
+    /* fsync before the rename, so a crash of the machine cannot leave the
+     * new name on unwritten data; EINVAL: a file that cannot be synced
+     * (a device), nothing to wait for */
+    if (!err && fsync(fd) != 0 && errno != EINVAL && errno != EROFS)
+        err = errno;
+    if (close(fd) != 0 && !err && errno != EINTR)
+        err = errno;
+    if (err) {
+        unlink(tmp);
+        return ffail(file, VG_ERR_IO, "writing %s (%zu of %zu bytes written): %s", tmp,
+                     len - left, len, strerror(err));
+    }
+    return VG_OK;
+}
+
 vg_status vg_golden_write(const char *file, const vg_golden_file *f)
 {
     if (!file || !f)
@@ -381,18 +449,28 @@ vg_status vg_golden_write(const char *file, const vg_golden_file *f)
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", file, (long)getpid()) >= sizeof tmp)
         return vg_fail(VG_ERR_INVALID_ARG, "golden write: file name too long");
 
+    /* The file is built in memory (HDF5's core driver, no backing store)
+     * and written out by write_image below: every disk error is then ours,
+     * with the OS's reason (Not a directory, Read-only file system,
+     * Operation not permitted, No space left on device, File too large) in
+     * one line, and HDF5 never holds a file whose close failed (with the
+     * sec2 driver, a failed H5Fclose on a full disk left the file in HDF5's
+     * ID table and the process crashed at exit in H5_term_library). */
     h5_quiet q;
     quiet_begin(&q);
     writer w = {file, -1, VG_OK};
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_obj_track_times(fcpl, 0);
-    w.fid = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+    H5Pset_fapl_core(fapl, (size_t)1 << 20, 0);
+    w.fid = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, fapl);
+    H5Pclose(fapl);
     H5Pclose(fcpl);
     if (w.fid < 0) {
         char msg[420];
         hdf5_message(msg, sizeof msg);
         quiet_end(&q);
-        return ffail(file, VG_ERR_IO, "cannot create %s: %s", tmp, msg);
+        return ffail(file, VG_ERR_IO, "cannot create %s in memory: %s", tmp, msg);
     }
     hid_t root = w.fid;
     const hsize_t G = (hsize_t)f->groups, N = (hsize_t)f->n, K = (hsize_t)f->k;
@@ -488,14 +566,29 @@ vg_status vg_golden_write(const char *file, const vg_golden_file *f)
     if (cases >= 0)
         H5Gclose(cases);
     H5Pclose(gcpl);
-    if (H5Fclose(w.fid) < 0)
+    /* the finished image */
+    void *image = NULL;
+    ssize_t image_len = -1;
+    if (w.st == VG_OK && H5Fflush(w.fid, H5F_SCOPE_GLOBAL) < 0)
+        wfail_h5(&w, "file (flush)");
+    if (w.st == VG_OK && (image_len = H5Fget_file_image(w.fid, NULL, 0)) <= 0)
+        wfail_h5(&w, "file (image size)");
+    if (w.st == VG_OK && !(image = malloc((size_t)image_len)))
+        w.st = ffail(file, VG_ERR_NO_MEMORY, "out of memory for a file image of %zd bytes",
+                     image_len);
+    if (w.st == VG_OK && H5Fget_file_image(w.fid, image, (size_t)image_len) != image_len)
+        wfail_h5(&w, "file (image)");
+    if (H5Fclose(w.fid) < 0)  /* in memory: nothing to fail on but our own bugs */
         wfail_h5(&w, "file (close)");
     quiet_end(&q);
 
-    if (w.st == VG_OK && rename(tmp, file) != 0)
+    if (w.st == VG_OK)
+        w.st = write_image(file, tmp, image, (size_t)image_len);
+    free(image);
+    if (w.st == VG_OK && rename(tmp, file) != 0) {
         w.st = ffail(file, VG_ERR_IO, "rename from %s: %s", tmp, strerror(errno));
-    if (w.st != VG_OK)
         unlink(tmp);
+    }
     return w.st;
 }
 
