@@ -13,8 +13,8 @@
  *
  * So a measurement either began before the freeze (and the freeze waits for
  * it to land, counted "before") or sees frozen and never starts.
- * measured_after_freeze is still counted at measure_end as a check on this
- * very protocol; the suites assert it stays 0.
+ * measured_after_freeze counts measurements recorded after the freeze
+ * returned, as a check on this very protocol; the suites assert it stays 0.
  */
 #include <string.h>
 
@@ -63,8 +63,11 @@ vg_status vg_tuning_measure_end(vg_tuning *t, const vg_cache_key *key, const vg_
     pthread_mutex_lock(&t->state_lock);
     if (was_new) {
         atomic_fetch_add(&t->measured_total, 1);
-        if (atomic_load(&t->frozen))
-            t->measured_after_freeze++;   /* impossible by the protocol above */
+        /* A measurement that began before the freeze may land while the
+         * freeze waits for it: that one counts before.  Landing after the
+         * freeze returned is impossible by the protocol above. */
+        if (t->freeze_done)
+            t->measured_after_freeze++;
     }
     if (--t->in_flight == 0)
         pthread_cond_broadcast(&t->idle);
@@ -80,6 +83,7 @@ vg_status vg_tuning_freeze(vg_tuning *t)
         while (t->in_flight > 0)
             pthread_cond_wait(&t->idle, &t->state_lock);
         t->measured_before_freeze = atomic_load(&t->measured_total);
+        t->freeze_done = 1;
     }
     pthread_mutex_unlock(&t->state_lock);
     return VG_OK;

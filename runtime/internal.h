@@ -116,6 +116,7 @@ typedef struct vg_tuning {
     atomic_uint_fast64_t measured_total;
     uint64_t measured_before_freeze;
     uint64_t measured_after_freeze;   /* stays 0 by construction; counted anyway */
+    int freeze_done;                  /* the freeze returned (in-flight ones landed) */
 } vg_tuning;
 
 vg_status vg_tuning_init(vg_tuning *t);
