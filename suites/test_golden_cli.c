@@ -8,6 +8,7 @@
 #include "voltgate/golden.h"
 
 #include <cjson/cJSON.h>
+#include <hdf5.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -296,6 +297,97 @@ static void test_failing_case_exits_1(void **state)
     free(e);
 }
 
+/* stderr is exactly one line holding `needle`. */
+static void one_line_with(const char *err, const char *needle)
+{
+    const char *nl = strchr(err, '\n');
+    if (!nl || nl[1] != '\0' || !strstr(err, needle))
+        fail_msg("stderr is not one line with '%s': %s", needle, err);
+}
+
+#define UAF_FILE "suites/fuzz/regressions/fuzz_golden/hdf5_uaf_attr_exists"
+
+/* A file on which libhdf5 1.10.8 has a use-after-free (under H5Aexists;
+ * found by fuzz_golden): verify and info read each file in a child first,
+ * so the tool exits 2 with one line instead of dying by SIGSEGV.  (Where
+ * the damaged read happens not to crash, the file is refused normally:
+ * either way exit 2 and one line naming the file.) */
+static void test_hdf5_crash_is_a_damaged_file(void **state)
+{
+    (void)state;
+    static const char *const cmds[] = {"info", "verify"};
+    for (int i = 0; i < 2; i++) {
+        char *o, *e;
+        int rc = run(&o, &e, "golden", cmds[i], UAF_FILE, NULL);
+        print_message("  golden %s: exit %d: %s", cmds[i], rc, e);
+        if (rc != 2)
+            fail_msg("golden %s: exit %d (128: killed by a signal), want 2", cmds[i], rc);
+        one_line_with(e, UAF_FILE ": ");
+        char want[64];
+        snprintf(want, sizeof want, "voltgate golden %s: ", cmds[i]);
+        assert_non_null(strstr(e, want));
+        if (strstr(e, "damaged file"))
+            assert_non_null(strstr(e, "damaged file (the HDF5 library crashed reading it: signal "));
+        free(o);
+        free(e);
+    }
+    /* the run goes on with the next file */
+    char *o, *e;
+    int rc = run(&o, &e, "golden", "verify", "--plan", "heuristic", UAF_FILE,
+                 "golden/cases/awq-moe.h5", NULL);
+    assert_int_equal(rc, 2);
+    one_line_with(e, UAF_FILE ": ");
+    assert_non_null(strstr(o, "4 row(s): 4 passed, 0 failed; some files could not be used"));
+    free(o);
+    free(e);
+}
+
+/* A refusal found in the child comes up the pipe as the reader's line. */
+static void test_child_refusal_message(void **state)
+{
+    (void)state;
+    char *o, *e;
+    int rc = run(&o, &e, "golden", "info", "suites/fuzz/regressions/fuzz_golden/dup_case_name",
+                 NULL);
+    assert_int_equal(rc, 2);
+    one_line_with(e, "voltgate golden info: suites/fuzz/regressions/fuzz_golden/dup_case_name: "
+                     "group 'cases' lists the case name 't02' twice");
+    free(o);
+    free(e);
+}
+
+/* The child does not rebuild recipe weights (VG_GOLDEN_READ_NO_RECIPE); the
+ * parent's own read still does and still refuses a stale recipe. */
+static void test_recipe_through_the_child(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/recipe.h5", g_dir);
+    char *o, *e;
+    assert_int_equal(run(&o, &e, "golden", "gen", "--family", "fp8", "--path", "grouped", "--n",
+                         "136", "--k", "200", "--groups", "2", "--tokens", "2", "--recipe",
+                         "-o", path, NULL), 0);
+    free(o);
+    free(e);
+    assert_int_equal(run(&o, &e, "golden", "info", path, NULL), 0);
+    assert_non_null(strstr(o, "weights=recipe"));
+    free(o);
+    free(e);
+    /* another seed: the rebuilt weight no longer matches the hashes */
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t fid = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(fid >= 0);
+    hid_t a = H5Aopen(fid, "seed", H5P_DEFAULT);
+    uint64_t seed = 2;
+    assert_true(H5Awrite(a, H5T_NATIVE_UINT64, &seed) >= 0);
+    H5Aclose(a);
+    H5Fclose(fid);
+    assert_int_equal(run(&o, &e, "golden", "verify", path, NULL), 2);
+    one_line_with(e, "recipe weight 'w_q': the regenerated data");
+    free(o);
+    free(e);
+}
+
 int main(int argc, char **argv)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -307,6 +399,9 @@ int main(int argc, char **argv)
         T(test_usage),
         T(test_gen_deterministic),
         T(test_failing_case_exits_1),
+        T(test_hdf5_crash_is_a_damaged_file),
+        T(test_child_refusal_message),
+        T(test_recipe_through_the_child),
     };
     return VGTEST_MAIN("golden_cli", tests);
 }

@@ -95,6 +95,17 @@ vg_status vg_golden_free(vg_golden_file *f);
  * is allocated. */
 vg_status vg_golden_read(const char *file, vg_golden_file *out);
 
+/* vg_golden_read with flags:
+ * VG_GOLDEN_READ_NO_RECIPE: a recipe weight is not rebuilt (w_q, w_scale,
+ *   w_zero and w_dequant stay NULL; its bound and the form of its sha256_w_*
+ *   attributes are still checked).  Everything HDF5 parses is still parsed
+ *   and every stored dataset read and hashed: the quick pass that
+ *   `voltgate golden verify/info` runs in a child process, so that a file
+ *   that crashes libhdf5 does not crash the tool (SCHEMA.md).  Such a file
+ *   is not for verifying. */
+#define VG_GOLDEN_READ_NO_RECIPE 1u
+vg_status vg_golden_read_flags(const char *file, unsigned flags, vg_golden_file *out);
+
 /* Writes f to `file` atomically: into file.tmp.<pid>, then rename(2).  The
  * datasets' hashes and y_ref_norm are computed here.  The output is
  * byte-for-byte deterministic (no timestamps in the file). */
