@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -224,6 +225,12 @@ vg_status vg_config_load(const char *path, vg_config **out)
     FILE *f = fopen(path, "rb");
     if (!f)
         return vg_fail(VG_ERR_IO, "kernel_config %s: %s", path, strerror(errno));
+    /* Refuse an oversized regular file before allocating for it. */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > (off_t)(16u << 20)) {
+        fclose(f);
+        return vg_fail(VG_ERR_LIMIT, "kernel_config %s: larger than 16 MiB", path);
+    }
     char *buf = NULL;
     size_t len = 0, cap = 0;
     for (;;) {

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -105,7 +106,8 @@ static void appendf(text *t, const char *fmt, ...)
     for (;;) {
         va_list ap;
         va_start(ap, fmt);
-        int n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+        /* Before the first growth buf is NULL: NULL + 0 is undefined. */
+        int n = vsnprintf(t->buf ? t->buf + t->len : NULL, t->cap - t->len, fmt, ap);
         va_end(ap);
         if (n < 0) {
             t->oom = 1;
@@ -169,7 +171,8 @@ vg_status vg_lut_export(vg_device *dev, const char *path, uint64_t policy_hash)
         free(list.rows);
         return vg_fail(VG_ERR_NO_MEMORY, "lut %s: out of memory", path);
     }
-    qsort(list.rows, list.count, sizeof *list.rows, cmp_row);
+    if (list.count) /* rows is NULL when nothing was cached */
+        qsort(list.rows, list.count, sizeof *list.rows, cmp_row);
 
     text t = {0};
     appendf(&t, "%s %d\n", LUT_MAGIC, LUT_VERSION);
@@ -238,6 +241,13 @@ static vg_status read_file(const char *path, char **out, size_t *len)
     FILE *f = fopen(path, "rb");
     if (!f)
         return vg_fail(VG_ERR_IO, "lut %s: %s", path, strerror(errno));
+    /* A regular file says its size up front: refuse it before allocating.
+     * The growth check below still bounds pipes and files that grow. */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size >= (off_t)LUT_MAX_BYTES) {
+        fclose(f);
+        return vg_fail(VG_ERR_LIMIT, "lut %s: larger than %u bytes", path, LUT_MAX_BYTES);
+    }
     size_t cap = 8192, n = 0;
     char *buf = malloc(cap);
     while (buf) {
