@@ -297,11 +297,22 @@ static void test_failing_case_exits_1(void **state)
     free(e);
 }
 
-/* stderr is exactly one line holding `needle`. */
+/* stderr is exactly one line holding `needle`.  (Under `make sanitize`
+ * a crashing child adds AddressSanitizer's report before it: then the
+ * tool's own line must be the last one and the only one of the tool.) */
 static void one_line_with(const char *err, const char *needle)
 {
-    const char *nl = strchr(err, '\n');
-    if (!nl || nl[1] != '\0' || !strstr(err, needle))
+    size_t len = strlen(err);
+    if (len < 2 || err[len - 1] != '\n')
+        fail_msg("stderr does not end in a line: %s", err);
+    const char *last = err + len - 1;
+    while (last > err && last[-1] != '\n')
+        last--;
+    int ours = 0;
+    for (const char *p = err; (p = strstr(p, "voltgate golden ")); p++)
+        ours++;
+    int sanitizer = strstr(err, "Sanitizer") != NULL;
+    if ((last != err && !sanitizer) || ours != 1 || !strstr(last, needle))
         fail_msg("stderr is not one line with '%s': %s", needle, err);
 }
 
