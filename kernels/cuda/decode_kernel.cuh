@@ -8,8 +8,9 @@
  * Block: 8*MH rows of X (one M tile of one group; MH = 1 for up to 8 rows
  * halves the registers that hold X), BN = NI*8 weight rows, the K
  * range of its split; WK warps.  K is cut in 64-long chunks; warp wk takes
- * chunks wk, wk+WK, wk+2WK, ... (so the block's warps read neighbouring
- * pieces of the same rows at the same time).  In a chunk, thread (lane/4 =
+ * the chunk pairs wk, wk+WK, ... (a pair is 128 contiguous bytes of each fp8
+ * row; the block's warps read neighbouring pieces of the same rows at the
+ * same time).  In a chunk, thread (lane/4 =
  * row, lane%4 = q) of n8 tile j loads the 16 elements q*16.. of weight row
  * n0 + 8j + lane/4 (one 16-byte load for fp8) and its X fragment (rows
  * lane/4 and lane/4+8, the same 16 K), U chunks ahead of use; block scales are
@@ -23,16 +24,15 @@
 
 #include "gemm_kernel.cuh"
 
-template <class Deq, int NI, int WK, int MH>
+template <class Deq, int NI, int WK, int MH, int UU>
 struct DecodeCfg {
     static constexpr int kThreads = WK * 32;
     static constexpr int BN = NI * 8;
     static constexpr int kBytes = 16 * Deq::kBits / 8; /* raw bytes of 16 elements */
     static constexpr int kWords = kBytes / 4;
-    /* Chunks in flight per thread: about 128 bytes of W, at most 4 (each
-     * chunk also holds 16 registers of X). */
-    static constexpr int U0 = 128 / (NI * kBytes);
-    static constexpr int U = U0 < 1 ? 1 : U0 > 4 ? 4 : U0;
+    /* Chunks in flight per thread: UU (the plan's), halved for FP16 whose
+     * chunks take twice the registers. */
+    static constexpr int U = kBytes > 16 ? (UU / 2 > 1 ? UU / 2 : 1) : UU;
     static constexpr int kSmem = WK > 1 ? (WK - 1) * 16 * BN * 4 : 16;
 };
 
@@ -57,10 +57,10 @@ static __device__ __forceinline__ void ldg_words(const uint8_t *p, uint32_t out[
     }
 }
 
-template <class Deq, int NI, int WK, int MH>
+template <class Deq, int NI, int WK, int MH, int UU>
 __global__ void __launch_bounds__(WK * 32) vg_decode_kernel(const KParams p)
 {
-    using C = DecodeCfg<Deq, NI, WK, MH>;
+    using C = DecodeCfg<Deq, NI, WK, MH, UU>;
     constexpr int BN = C::BN, U = C::U, KW = C::kWords, BM = 8 * MH;
     extern __shared__ __align__(16) uint8_t smem[];
 
@@ -85,19 +85,44 @@ __global__ void __launch_bounds__(WK * 32) vg_decode_kernel(const KParams p)
     const int nch = kend > kbeg ? (kend - kbeg + 63) / 64 : 0;
     const int wk = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int lr = lane >> 2, lq = lane & 3;
-    const int niter = nch > wk ? (nch - wk + WK - 1) / WK : 0;
+    /* Warp wk takes chunk pairs wk, wk+WK, ...: its two loads of a pair
+     * cover 128 contiguous bytes of each fp8 weight row. */
+    const int npairs = (nch + 1) / 2;
+    const int niter = npairs > wk ? 2 * ((npairs - wk + WK - 1) / WK) : 0;
     const uint8_t *wq = p.w.q + (size_t)g * p.w.q_group_bytes;
     const size_t wrow = p.w.q_row_bytes;
 
-    /* K of this thread's 16 elements in chunk i. */
-    auto kof = [&](int i) { return kbeg + (wk + i * WK) * 64 + lq * 16; };
+    /* Chunk index of the warp's i-th chunk (may be >= nch for the odd
+     * last one: then it loads nothing), and the K of this thread's 16
+     * elements in it. */
+    auto chof = [&](int i) { return (((i >> 1) * WK + wk) << 1) + (i & 1); };
+    auto kof = [&](int i) { return kbeg + chof(i) * 64 + lq * 16; };
+
+    /* Interior blocks (all BN rows exist, vector loads allowed) take a
+     * fast path with the row addresses computed once. */
+    const bool wfast = p.w_vec_ok && n0 + BN <= N;
+    const uint8_t *wbase[NI];
+#pragma unroll
+    for (int j = 0; j < NI; j++)
+        wbase[j] = wq + (size_t)min(n0 + j * 8 + lr, N - 1) * wrow;
+    const uint16_t *xbase[MH];
+#pragma unroll
+    for (int h = 0; h < MH; h++)
+        xbase[h] = p.x + (size_t)(row0 + min(lr + 8 * h, rows - 1)) * K;
 
     auto load_w = [&](int i, uint32_t (&buf)[NI][KW]) {
         const int k = kof(i);
+        const bool live = chof(i) < nch;
         const size_t off = (size_t)k * Deq::kBits / 8;
+        if (wfast && live && off + C::kBytes <= wrow) {
+#pragma unroll
+            for (int j = 0; j < NI; j++)
+                ldg_words<KW>(wbase[j] + off, buf[j]);
+            return;
+        }
 #pragma unroll
         for (int j = 0; j < NI; j++) {
-            const int n = n0 + j * 8 + lr;
+            const int n = live ? n0 + j * 8 + lr : N;
             if (n < N && off + C::kBytes <= wrow && p.w_vec_ok) {
                 ldg_words<KW>(wq + (size_t)n * wrow + off, buf[j]);
             } else {
@@ -112,17 +137,31 @@ __global__ void __launch_bounds__(WK * 32) vg_decode_kernel(const KParams p)
     };
     auto load_x = [&](int i, uint32_t (&xr)[MH][8]) {
         const int k = kof(i);
+        const int lrows = chof(i) < nch ? rows : 0;
+        if (p.x_vec_ok && lrows > 0 && k + 16 <= K) {
+#pragma unroll
+            for (int h = 0; h < MH; h++) {
+                if (lr + 8 * h < rows) {
+                    ldg_words<8>(reinterpret_cast<const uint8_t *>(xbase[h] + k), xr[h]);
+                } else {
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        xr[h][e] = 0;
+                }
+            }
+            return;
+        }
 #pragma unroll
         for (int h = 0; h < MH; h++) {
             const int r = lr + 8 * h;
             const uint16_t *src = p.x + (size_t)(row0 + r) * K + k;
-            if (r < rows && k + 16 <= K && p.x_vec_ok) {
+            if (r < lrows && k + 16 <= K && p.x_vec_ok) {
                 ldg_words<8>(reinterpret_cast<const uint8_t *>(src), xr[h]);
             } else {
 #pragma unroll
                 for (int e = 0; e < 8; e++)
                     xr[h][e] = 0;
-                if (r < rows)
+                if (r < lrows)
                     for (int e = 0; e < 16 && k + e < K; e++)
                         xr[h][e >> 1] |= (uint32_t)src[e] << (16 * (e & 1));
             }
@@ -131,15 +170,22 @@ __global__ void __launch_bounds__(WK * 32) vg_decode_kernel(const KParams p)
     /* Scales of chunk i: the pre-scale per tile, the post-scale per tile
      * and output column pair. */
     auto load_aux = [&](int i, uint32_t (&pre)[NI], float (&post)[NI][2]) {
-        const int k = kof(i);
+        const int k = min(kof(i), K - 1);
 #pragma unroll
         for (int j = 0; j < NI; j++) {
             if constexpr (Deq::kPreScale)
                 pre[j] = Deq::prescale(p.w, g, min(n0 + j * 8 + lr, N - 1), min(k, K - 1));
             else
                 pre[j] = 0;
-            if constexpr (Deq::kPostScale) {
-                const int kb = (k - lq * 16) / Deq::kScaleK;
+            if constexpr (Deq::kPostScale && Deq::kPostPerBlock) {
+                /* BN divides 128 and n0 is a multiple of BN: one block row */
+                if (j == 0) {
+                    const int kb = min(kbeg + chof(i) * 64, K - 1) / Deq::kScaleK;
+                    post[0][0] = Deq::postscale(p.w, g, n0, kb);
+                }
+                post[j][0] = post[j][1] = post[0][0];
+            } else if constexpr (Deq::kPostScale) {
+                const int kb = min(kbeg + chof(i) * 64, K - 1) / Deq::kScaleK;
                 const int nc = n0 + j * 8 + 2 * lq;
                 post[j][0] = Deq::postscale(p.w, g, min(nc, N - 1), kb);
                 post[j][1] = Deq::postscale(p.w, g, min(nc + 1, N - 1), kb);

@@ -16,6 +16,7 @@
  *                  of elements 2j (low half) and 2j+1 (high half).
  *   kPreScale      prescale(w, g, n, k) is read for each decode16 call (a
  *                  scale that varies along a row faster than kScaleK)
+ *   kPostPerBlock  postscale() is the same for all rows of a 128-row block
  *   kPostScale     the MMA output over one kScaleK-long K block is multiplied
  *                  by postscale(w, g, n, kb) before it is added to the FP32
  *                  accumulator: the block scale stays in FP32, exact.
@@ -25,7 +26,8 @@
  * bits shifted right by one land on FP16's exponent and mantissa and give
  * the value times 2^-8 exactly (subnormals included, the biases differ by 8;
  * the NaN codes 0x7F/0xFF come out as 1.875, the quantizer never makes
- * them).  The 2^8 is folded into the FP32 block scale.  The suite checks
+ * them).  The 2^8 is folded into the FP32 block scale.  On SM89+ the
+ * hardware cvt.rn.f16x2.e4m3x2 does the same in one instruction per pair.  The suite checks
  * this decode against vg_e4m3_to_f32 for every code.
  */
 #ifndef VG_CUDA_DEQUANT_CUH
@@ -54,6 +56,7 @@ struct DeqFP16 {
     static constexpr int kBits = 16;
     static constexpr bool kPreScale = false;
     static constexpr bool kPostScale = false;
+    static constexpr bool kPostPerBlock = false;
     static constexpr int kScaleK = 128;
     static __device__ __forceinline__ uint32_t prescale(const KWeight &, int, int, int) { return 0; }
     static __device__ __forceinline__ void decode_words(const uint32_t w[8], uint32_t, uint32_t out[8])
@@ -83,10 +86,28 @@ static __device__ __forceinline__ uint32_t e4m3x2_to_f16x2_scaled(uint32_t word,
     return (t & 0x80008000u) | ((t >> 1) & 0x3F803F80u);
 }
 
+/* SM89+ converts two E4M3 codes to FP16 in one instruction (exact values,
+ * not scaled); the bit trick above serves SM70..SM86.  VG_F8_POST is the
+ * factor the block scale carries to undo the decode's scaling. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+#define VG_F8_HW_CVT 1
+#define VG_F8_POST 1.0f
+static __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint16_t two)
+{
+    uint32_t out;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(out) : "h"(two));
+    return out;
+}
+#else
+#define VG_F8_HW_CVT 0
+#define VG_F8_POST 256.0f
+#endif
+
 struct DeqFP8 {
     static constexpr int kBits = 8;
     static constexpr bool kPreScale = false;
     static constexpr bool kPostScale = true;
+    static constexpr bool kPostPerBlock = true; /* one scale for 128 rows */
     static constexpr int kScaleK = VG_FP8_BLOCK;
     static __device__ __forceinline__ uint32_t prescale(const KWeight &, int, int, int) { return 0; }
     static __device__ __forceinline__ void decode16(const uint8_t *p, uint32_t s, uint32_t out[8])
@@ -99,14 +120,19 @@ struct DeqFP8 {
     {
 #pragma unroll
         for (int i = 0; i < 4; i++) {
+#if VG_F8_HW_CVT
+            out[2 * i] = e4m3x2_to_f16x2((uint16_t)(w[i] & 0xFFFFu));  /* bytes 0, 1 */
+            out[2 * i + 1] = e4m3x2_to_f16x2((uint16_t)(w[i] >> 16));  /* bytes 2, 3 */
+#else
             out[2 * i] = e4m3x2_to_f16x2_scaled(w[i], 0x1404u);     /* bytes 0, 1 */
             out[2 * i + 1] = e4m3x2_to_f16x2_scaled(w[i], 0x3424u); /* bytes 2, 3 */
+#endif
         }
     }
     static __device__ __forceinline__ float postscale(const KWeight &w, int g, int n, int kb)
     {
         const float *s = reinterpret_cast<const float *>(w.scale + (size_t)g * w.scale_group_bytes);
-        return __ldg(s + (size_t)(n / VG_FP8_BLOCK) * w.scale_cols + kb) * 256.0f;
+        return __ldg(s + (size_t)(n / VG_FP8_BLOCK) * w.scale_cols + kb) * VG_F8_POST;
     }
     static __device__ __forceinline__ float epilogue(const KWeight &) { return 1.0f; }
 };
@@ -124,6 +150,7 @@ struct DeqNVFP4 {
     static constexpr int kBits = 4;
     static constexpr bool kPreScale = true;
     static constexpr bool kPostScale = false;
+    static constexpr bool kPostPerBlock = false;
     static constexpr int kScaleK = 128;
     /* FP16x2 of the decoded E4M3 scale, both halves. */
     static __device__ __forceinline__ uint32_t prescale(const KWeight &w, int g, int n, int k)
@@ -167,6 +194,7 @@ struct DeqMXFP4 {
     static constexpr int kBits = 4;
     static constexpr bool kPreScale = true;
     static constexpr bool kPostScale = true;
+    static constexpr bool kPostPerBlock = false;
     static constexpr int kScaleK = 128;
     static __device__ __forceinline__ int block_max_exp(const KWeight &w, int g, int n, int kb)
     {
@@ -213,6 +241,7 @@ struct DeqAWQ {
     static constexpr int kBits = 4;
     static constexpr bool kPreScale = true;
     static constexpr bool kPostScale = false;
+    static constexpr bool kPostPerBlock = false;
     static constexpr int kScaleK = 128;
     static __device__ __forceinline__ uint32_t prescale(const KWeight &w, int g, int n, int k)
     {

@@ -59,18 +59,18 @@ cudaError_t launch_one(const KParams &p, dim3 grid, cudaStream_t s)
 }
 
 /* The register-streaming decode kernel (decode_kernel.cuh). */
-template <class Deq, int NI, int WK, int MH>
+template <class Deq, int NI, int WK, int MH, int U>
 cudaError_t launch_decode(const KParams &p, dim3 grid, cudaStream_t s)
 {
-    using C = DecodeCfg<Deq, NI, WK, MH>;
-    vg_decode_kernel<Deq, NI, WK, MH><<<grid, C::kThreads, C::kSmem, s>>>(p);
+    using C = DecodeCfg<Deq, NI, WK, MH, U>;
+    vg_decode_kernel<Deq, NI, WK, MH, U><<<grid, C::kThreads, C::kSmem, s>>>(p);
     return cudaGetLastError();
 }
 
-template <class Deq, int NI, int WK, int MH>
+template <class Deq, int NI, int WK, int MH, int U>
 constexpr int smem_of_decode()
 {
-    return DecodeCfg<Deq, NI, WK, MH>::kSmem;
+    return DecodeCfg<Deq, NI, WK, MH, U>::kSmem;
 }
 
 template <class Deq, int BM, int BN, int BK, int WM, int WN, int WK, int ST>
@@ -93,20 +93,19 @@ struct CudaPlan {
      smem_of<DeqFP8, BM, BN, BK, WM, WN, WK, ST>(), smem_of<DeqMXFP4, BM, BN, BK, WM, WN, WK, ST>(), \
      smem_of<DeqNVFP4, BM, BN, BK, WM, WN, WK, ST>()}
 
-#define VG_ALL_FAM_DECODE(NI, WK, MH)                                                      \
-    {launch_decode<DeqFP16, NI, WK, MH>, launch_decode<DeqAWQ, NI, WK, MH>,                   \
-     launch_decode<DeqFP8, NI, WK, MH>, launch_decode<DeqMXFP4, NI, WK, MH>,                  \
-     launch_decode<DeqNVFP4, NI, WK, MH>},                                                    \
-    {smem_of_decode<DeqFP16, NI, WK, MH>(), smem_of_decode<DeqAWQ, NI, WK, MH>(),             \
-     smem_of_decode<DeqFP8, NI, WK, MH>(), smem_of_decode<DeqMXFP4, NI, WK, MH>(),            \
-     smem_of_decode<DeqNVFP4, NI, WK, MH>()}
+#define VG_ALL_FAM_DECODE(NI, WK, MH, U)                                                   \
+    {launch_decode<DeqFP16, NI, WK, MH, U>, launch_decode<DeqAWQ, NI, WK, MH, U>,             \
+     launch_decode<DeqFP8, NI, WK, MH, U>, launch_decode<DeqMXFP4, NI, WK, MH, U>,            \
+     launch_decode<DeqNVFP4, NI, WK, MH, U>},                                                 \
+    {smem_of_decode<DeqFP16, NI, WK, MH, U>(), smem_of_decode<DeqAWQ, NI, WK, MH, U>(),       \
+     smem_of_decode<DeqFP8, NI, WK, MH, U>(), smem_of_decode<DeqMXFP4, NI, WK, MH, U>(),      \
+     smem_of_decode<DeqNVFP4, NI, WK, MH, U>()}
 
-/* Decode plans: tile_m 8*MH rows, tile_k the K one block step covers (64
- * per warp), stages the chunks in flight per thread for fp8. */
-#define DECODE(id, path, MH, NI, WK, SK)                                                     \
-    {{id, "cuda", path, VG_ALL_FAMILIES, 8 * MH, NI * 8, 64 * WK,                             \
-      DecodeCfg<DeqFP8, NI, WK, MH>::U, SK, 8 * MH},                                          \
-     VG_ALL_FAM_DECODE(NI, WK, MH)}
+/* Decode plans: tile_m 8*MH rows, tile_k the K one block step covers (a
+ * chunk pair, 128, per warp), stages the chunks in flight per thread (U). */
+#define DECODE(id, path, MH, NI, WK, U, SK)                                                  \
+    {{id, "cuda", path, VG_ALL_FAMILIES, 8 * MH, NI * 8, 128 * WK, U, SK, 8 * MH},            \
+     VG_ALL_FAM_DECODE(NI, WK, MH, U)}
 
 #define PLAN(id, path, BM, BN, BK, ST, SK, maxrows, WM, WN, WK) \
     {{id, "cuda", path, VG_ALL_FAMILIES, BM, BN, BK, ST, SK, maxrows}, VG_ALL_FAM(BM, BN, BK, WM, WN, WK, ST)}
@@ -116,21 +115,23 @@ struct CudaPlan {
  * splitting K.  Mid (M <= 64) and prefill (any M): the shared-memory
  * pipelined mainloop (gemm_kernel.cuh), square tiles, warps over M and N. */
 const CudaPlan g_plans[] = {
-    DECODE("cuda.dense.decode.m16n16w8.sk1", VG_PATH_DENSE, 2, 2, 8, 1),
-    DECODE("cuda.dense.decode.m16n16w8.sk2", VG_PATH_DENSE, 2, 2, 8, 2),
-    DECODE("cuda.dense.decode.m16n16w8.sk4", VG_PATH_DENSE, 2, 2, 8, 4),
-    DECODE("cuda.dense.decode.m16n16w4.sk1", VG_PATH_DENSE, 2, 2, 4, 1),
-    DECODE("cuda.dense.decode.m8n16w8.sk1", VG_PATH_DENSE, 1, 2, 8, 1),
-    DECODE("cuda.dense.decode.m8n16w4.sk1", VG_PATH_DENSE, 1, 2, 4, 1),
-    DECODE("cuda.dense.decode.m8n16w4.sk4", VG_PATH_DENSE, 1, 2, 4, 4),
+    DECODE("cuda.dense.decode.m16n16w8.u4.sk1", VG_PATH_DENSE, 2, 2, 8, 4, 1),
+    DECODE("cuda.dense.decode.m16n16w8.u4.sk2", VG_PATH_DENSE, 2, 2, 8, 4, 2),
+    DECODE("cuda.dense.decode.m16n16w8.u4.sk4", VG_PATH_DENSE, 2, 2, 8, 4, 4),
+    DECODE("cuda.dense.decode.m16n16w4.u4.sk1", VG_PATH_DENSE, 2, 2, 4, 4, 1),
+    DECODE("cuda.dense.decode.m8n16w8.u4.sk1", VG_PATH_DENSE, 1, 2, 8, 4, 1),
+    DECODE("cuda.dense.decode.m8n16w4.u4.sk1", VG_PATH_DENSE, 1, 2, 4, 4, 1),
+    DECODE("cuda.dense.decode.m8n16w4.u8.sk1", VG_PATH_DENSE, 1, 2, 4, 8, 1),
+    DECODE("cuda.dense.decode.m8n16w4.u4.sk4", VG_PATH_DENSE, 1, 2, 4, 4, 4),
     PLAN("cuda.dense.mid.m64n64k128.s4.sk1", VG_PATH_DENSE, 64, 64, 128, 4, 1, 64, 2, 2, 1),
     PLAN("cuda.dense.mid.m64n64k128.s4.sk2", VG_PATH_DENSE, 64, 64, 128, 4, 2, 64, 2, 2, 1),
     PLAN("cuda.dense.prefill.m128n128k64.s3.sk1", VG_PATH_DENSE, 128, 128, 64, 3, 1, 0, 2, 4, 1),
-    DECODE("cuda.grouped.decode.m16n16w8.sk1", VG_PATH_GROUPED, 2, 2, 8, 1),
-    DECODE("cuda.grouped.decode.m16n16w4.sk1", VG_PATH_GROUPED, 2, 2, 4, 1),
-    DECODE("cuda.grouped.decode.m16n16w4.sk2", VG_PATH_GROUPED, 2, 2, 4, 2),
-    DECODE("cuda.grouped.decode.m8n16w8.sk1", VG_PATH_GROUPED, 1, 2, 8, 1),
-    DECODE("cuda.grouped.decode.m8n16w4.sk1", VG_PATH_GROUPED, 1, 2, 4, 1),
+    DECODE("cuda.grouped.decode.m16n16w8.u4.sk1", VG_PATH_GROUPED, 2, 2, 8, 4, 1),
+    DECODE("cuda.grouped.decode.m16n16w4.u4.sk1", VG_PATH_GROUPED, 2, 2, 4, 4, 1),
+    DECODE("cuda.grouped.decode.m16n16w4.u4.sk2", VG_PATH_GROUPED, 2, 2, 4, 4, 2),
+    DECODE("cuda.grouped.decode.m8n16w8.u4.sk1", VG_PATH_GROUPED, 1, 2, 8, 4, 1),
+    DECODE("cuda.grouped.decode.m8n16w4.u4.sk1", VG_PATH_GROUPED, 1, 2, 4, 4, 1),
+    DECODE("cuda.grouped.decode.m8n16w4.u8.sk1", VG_PATH_GROUPED, 1, 2, 4, 8, 1),
     PLAN("cuda.grouped.mid.m64n64k128.s4.sk1", VG_PATH_GROUPED, 64, 64, 128, 4, 1, 0, 2, 2, 1),
 };
 const size_t g_plan_count = sizeof g_plans / sizeof g_plans[0];
@@ -273,20 +274,20 @@ const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_
         /* n is per group; the grid has groups x N tiles, unknown here, so
          * split only when one group's N tiles are few */
         if (rows <= 8)
-            return by_id("cuda.grouped.decode.m8n16w4.sk1");
-        return by_id(ceil_div(n, 16) >= 32 ? "cuda.grouped.decode.m16n16w4.sk1"
-                                           : "cuda.grouped.decode.m16n16w4.sk2");
+            return by_id("cuda.grouped.decode.m8n16w8.u4.sk1");
+        return by_id(ceil_div(n, 16) >= 32 ? "cuda.grouped.decode.m16n16w4.u4.sk1"
+                                           : "cuda.grouped.decode.m16n16w4.u4.sk2");
     }
     if (rows <= 16) {
         const int tiles = ceil_div(n, 16);
         if (rows <= 8)
-            return by_id(tiles >= 100 ? "cuda.dense.decode.m8n16w4.sk1"
-                                      : "cuda.dense.decode.m8n16w4.sk4");
+            return by_id(tiles >= 100 ? "cuda.dense.decode.m8n16w8.u4.sk1"
+                                      : "cuda.dense.decode.m8n16w4.u4.sk4");
         if (tiles >= 200)
-            return by_id("cuda.dense.decode.m16n16w4.sk1");
+            return by_id("cuda.dense.decode.m16n16w4.u4.sk1");
         if (tiles >= 100)
-            return by_id("cuda.dense.decode.m16n16w8.sk2");
-        return by_id("cuda.dense.decode.m16n16w8.sk4");
+            return by_id("cuda.dense.decode.m16n16w8.u4.sk2");
+        return by_id("cuda.dense.decode.m16n16w8.u4.sk4");
     }
     if (rows <= 64)
         return by_id(ceil_div(n, 64) >= 64 ? "cuda.dense.mid.m64n64k128.s4.sk1"
