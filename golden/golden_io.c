@@ -1411,12 +1411,9 @@ static vg_status read_all(reader *r, vg_golden_file *f)
     /* the cases in name order, so every reader sees the same order; all
      * names first (a damaged name index shows in the order of the names,
      * and opening by name may already fail on the first one) */
-    for (int32_t i = 0; st == VG_OK && i < ncases; i++) {
-        char name[64];
-        st = case_name_at(r, cases, i, i ? f->cases[i - 1].name : "", name, sizeof name);
-        if (st == VG_OK)
-            snprintf(f->cases[i].name, sizeof f->cases[i].name, "%s", name);
-    }
+    for (int32_t i = 0; st == VG_OK && i < ncases; i++)
+        st = case_name_at(r, cases, i, i ? f->cases[i - 1].name : "", f->cases[i].name,
+                          sizeof f->cases[i].name);
     /* every case's shapes against N, K, groups before the weight's data:
      * cheap, and a file whose N or K was changed is refused here rather
      * than after rebuilding (recipe) or reading a weight of the claimed
