@@ -1060,14 +1060,15 @@ static void driver_version(char *buf, size_t len)
         return;
     char line[512];
     if (fgets(line, sizeof line, f)) {
-        /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  ..." */
+        /* "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release ..."
+         * : the first token after "Module" that starts "<digits>." */
         char *p = strstr(line, "Module");
-        if (p) {
-            p += 6;
-            while (*p == ' ')
-                p++;
-            size_t n = strcspn(p, " \n");
-            snprintf(buf, len, "%.*s", (int)n, p);
+        for (char *tok = p ? strtok(p, " \t\n") : NULL; tok; tok = strtok(NULL, " \t\n")) {
+            size_t d = strspn(tok, "0123456789");
+            if (d > 0 && tok[d] == '.') {
+                snprintf(buf, len, "%s", tok);
+                break;
+            }
         }
     }
     fclose(f);

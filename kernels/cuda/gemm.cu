@@ -123,6 +123,8 @@ const CudaPlan g_plans[] = {
     DECODE("cuda.dense.decode.m8n16w4.u4.sk1", VG_PATH_DENSE, 1, 2, 4, 4, 1),
     DECODE("cuda.dense.decode.m8n16w4.u8.sk1", VG_PATH_DENSE, 1, 2, 4, 8, 1),
     DECODE("cuda.dense.decode.m8n16w4.u4.sk4", VG_PATH_DENSE, 1, 2, 4, 4, 4),
+    DECODE("cuda.dense.decode.m8n32w4.u4.sk1", VG_PATH_DENSE, 1, 4, 4, 4, 1),
+    DECODE("cuda.dense.decode.m8n32w8.u4.sk1", VG_PATH_DENSE, 1, 4, 8, 4, 1),
     PLAN("cuda.dense.mid.m64n64k128.s4.sk1", VG_PATH_DENSE, 64, 64, 128, 4, 1, 64, 2, 2, 1),
     PLAN("cuda.dense.mid.m64n64k128.s4.sk2", VG_PATH_DENSE, 64, 64, 128, 4, 2, 64, 2, 2, 1),
     PLAN("cuda.dense.prefill.m128n128k64.s3.sk1", VG_PATH_DENSE, 128, 128, 64, 3, 1, 0, 2, 4, 1),
@@ -132,6 +134,8 @@ const CudaPlan g_plans[] = {
     DECODE("cuda.grouped.decode.m8n16w8.u4.sk1", VG_PATH_GROUPED, 1, 2, 8, 4, 1),
     DECODE("cuda.grouped.decode.m8n16w4.u4.sk1", VG_PATH_GROUPED, 1, 2, 4, 4, 1),
     DECODE("cuda.grouped.decode.m8n16w4.u8.sk1", VG_PATH_GROUPED, 1, 2, 4, 8, 1),
+    DECODE("cuda.grouped.decode.m8n32w4.u4.sk1", VG_PATH_GROUPED, 1, 4, 4, 4, 1),
+    DECODE("cuda.grouped.decode.m8n32w8.u4.sk1", VG_PATH_GROUPED, 1, 4, 8, 4, 1),
     PLAN("cuda.grouped.mid.m64n64k128.s4.sk1", VG_PATH_GROUPED, 64, 64, 128, 4, 1, 0, 2, 2, 1),
 };
 const size_t g_plan_count = sizeof g_plans / sizeof g_plans[0];
