@@ -151,6 +151,13 @@ static vg_status grow(vg_cache *c)
 vg_status vg_cache_put(vg_cache *c, const vg_cache_key *key, const vg_plan *plan,
                        double time_us, int imported, int *was_new)
 {
+    return vg_cache_put_stamped(c, key, plan, time_us, imported, 0, 0, was_new);
+}
+
+vg_status vg_cache_put_stamped(vg_cache *c, const vg_cache_key *key, const vg_plan *plan,
+                               double time_us, int imported, uint64_t build, uint64_t planset,
+                               int *was_new)
+{
     vg_status st = VG_OK;
     if (was_new)
         *was_new = 0;
@@ -174,6 +181,8 @@ vg_status vg_cache_put(vg_cache *c, const vg_cache_key *key, const vg_plan *plan
         s->items[i].plan = plan;     /* replace: a LUT import or a re-measure */
         s->items[i].time_us = time_us;
         s->items[i].imported = imported;
+        s->items[i].build = build;
+        s->items[i].planset = planset;
         goto out;
     }
     if (s->count == s->cap) {
@@ -188,7 +197,7 @@ vg_status vg_cache_put(vg_cache *c, const vg_cache_key *key, const vg_plan *plan
     }
     memmove(&s->items[i + 1], &s->items[i], (s->count - i) * sizeof *s->items);
     s->items[i] = (vg_cache_item){.rows = key->rows, .plan = plan, .time_us = time_us,
-                                  .imported = imported};
+                                  .imported = imported, .build = build, .planset = planset};
     s->count++;
     c->entries++;
     if (was_new)

@@ -4,8 +4,13 @@
  *   {"sm70_fp8":{"native":{"fp8_grouped_bmm_decode":true,
  *                          "fp8_tune_small_shapes":true,
  *                          "fp8_coordinated_tuning":false}},
- *    "sm70_runtime":{"freeze_tuning_after_warmup":false},
+ *    "sm70_runtime":{"freeze_tuning_after_warmup":false,
+ *                    "reuse_lut_across_builds":false,
+ *                    "share_measured_plans_across_engines":false},
  *    "gemm_lut_path":null}
+ *
+ * gemm_lut_path may hold the placeholders {device}, {arch} and {rank}
+ * (lut.c expands them); any other {...} is refused here, naming the field.
  *
  * Every key is optional (a missing key keeps its default).  An unknown key,
  * a wrong type, a duplicate key or a value out of range is VG_ERR_CONFIG
@@ -45,6 +50,10 @@ static const field_spec fields[] = {
      offsetof(vg_config_fields, fp8_coordinated_tuning), 0},
     {"sm70_runtime.freeze_tuning_after_warmup", FIELD_BOOL,
      offsetof(vg_config_fields, freeze_tuning_after_warmup), 0},
+    {"sm70_runtime.reuse_lut_across_builds", FIELD_BOOL,
+     offsetof(vg_config_fields, reuse_lut_across_builds), 0},
+    {"sm70_runtime.share_measured_plans_across_engines", FIELD_BOOL,
+     offsetof(vg_config_fields, share_measured_plans_across_engines), 0},
     {"gemm_lut_path", FIELD_PATH, 0, 0},
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
@@ -161,6 +170,9 @@ static vg_status walk(const cJSON *obj, const char *prefix, vg_config *cfg)
                 return vg_fail(VG_ERR_CONFIG,
                                "%s: out of range: %zu characters, at most %d", path, len,
                                VG_LUT_PATH_MAX);
+            char why[160];
+            if (!vg_lut_template_valid(item->valuestring, why, sizeof why))
+                return vg_fail(VG_ERR_CONFIG, "%s: %s", path, why);
             free(cfg->lut_path);
             cfg->lut_path = strdup(item->valuestring);
             if (!cfg->lut_path)
@@ -309,6 +321,9 @@ vg_status vg_config_to_json(const vg_config *cfg, char **json)
     cJSON_AddBoolToObject(native, "fp8_tune_small_shapes", cfg->f.fp8_tune_small_shapes);
     cJSON_AddBoolToObject(native, "fp8_coordinated_tuning", cfg->f.fp8_coordinated_tuning);
     cJSON_AddBoolToObject(rt, "freeze_tuning_after_warmup", cfg->f.freeze_tuning_after_warmup);
+    cJSON_AddBoolToObject(rt, "reuse_lut_across_builds", cfg->f.reuse_lut_across_builds);
+    cJSON_AddBoolToObject(rt, "share_measured_plans_across_engines",
+                          cfg->f.share_measured_plans_across_engines);
     if (cfg->lut_path)
         cJSON_AddStringToObject(root, "gemm_lut_path", cfg->lut_path);
     else

@@ -39,6 +39,7 @@ vg_status vg_device_open(const char *backend, int ordinal, vg_device **out)
         return vg_fail(VG_ERR_NO_MEMORY, "vg_device_open: out of memory");
     dev->ops = ops;
     dev->ordinal = ordinal;
+    dev->planset = vg_planset_hash(ops);
     vg_status st = ops->open(ordinal, &dev->ctx, &dev->arch);
     if (st != VG_OK) {
         free(dev);

@@ -59,6 +59,10 @@ typedef struct vg_cache_item {
     const vg_plan *plan;
     double time_us;           /* the winning median when it was measured */
     int imported;             /* 1 when it came from a LUT */
+    /* Where the plan was measured: 0, 0 = by this build on this plan set;
+     * else the stamps of the LUT entry it came from (a foreign entry kept
+     * under reuse_lut_across_builds keeps its origin when exported again). */
+    uint64_t build, planset;
 } vg_cache_item;
 
 /* Every cached row count of one (policy, family, path, n, k, groups), kept
@@ -98,6 +102,10 @@ int vg_cache_find_at_least(vg_cache *c, const vg_cache_key *key, const vg_plan *
  * Takes the write lock. */
 vg_status vg_cache_put(vg_cache *c, const vg_cache_key *key, const vg_plan *plan,
                        double time_us, int imported, int *was_new);
+/* The same with the origin stamps of a LUT entry (see vg_cache_item). */
+vg_status vg_cache_put_stamped(vg_cache *c, const vg_cache_key *key, const vg_plan *plan,
+                               double time_us, int imported, uint64_t build, uint64_t planset,
+                               int *was_new);
 /* Calls fn for every item (policy 0 = every partition) under the read lock. */
 typedef void (*vg_cache_visit_fn)(const vg_series *s, const vg_cache_item *it, void *user);
 void vg_cache_visit(vg_cache *c, uint64_t policy, vg_cache_visit_fn fn, void *user);
@@ -153,6 +161,7 @@ struct vg_device {
     void *ctx;
     int arch;
     int ordinal;
+    uint64_t planset;                 /* vg_planset_hash(ops), at open */
 
     vg_tuning tuning;
     vg_trace trace;
@@ -228,6 +237,41 @@ vg_status vg_registry_check(const vg_operator *ops, size_t n, const char *const 
 /* Test hook: called with the temporary file's path right before the rename;
  * a test points it at a function that _exit()s to simulate a crash. */
 extern void (*vg_lut_before_rename_hook)(const char *tmp_path);
+
+/* The kernel build id: FNV-1a 64 of VG_BUILD_ID (a -D string; default the
+ * compile date and time of lut.c), never 0. */
+uint64_t vg_build_id(void);
+/* The hash of a backend's plan table (ids and every tile field, in table
+ * order), never 0: a LUT entry of another plan set is stale. */
+uint64_t vg_planset_hash(const vg_backend_ops *ops);
+
+/* gemm_lut_path templates: 1 when every {...} is {device}, {arch} or
+ * {rank}; else 0 and `why` says what is wrong. */
+int vg_lut_template_valid(const char *tmpl, char *why, size_t size);
+/* Expands the placeholders for dev: {device} = ordinal, {arch} = "cpu" or
+ * "sm<arch>", {rank} = the rank of the device's communicator (0 without). */
+vg_status vg_lut_expand_path(vg_device *dev, const char *tmpl, char *out, size_t size);
+/* Creates the parent folders of path and checks that the LUT can be
+ * written there (the folder is writable, path is not a folder): the error
+ * comes at start, not at the first export. */
+vg_status vg_lut_prepare_path(const char *path);
+
+/* Import / export on one tuning state (the device's own or an engine's).
+ * flags: VG_LUT_STRICT_STAMPS skips unstamped (version 1) entries as
+ * stale; VG_LUT_REUSE_ACROSS_BUILDS applies entries of another build or
+ * plan set (reuse_lut_across_builds).  policies: NULL = every partition,
+ * else the npolicies hashes accepted. */
+#define VG_LUT_STRICT_STAMPS 1
+#define VG_LUT_REUSE_ACROSS_BUILDS 2
+vg_status vg_lut_import_tuning(vg_device *dev, vg_tuning *t, const char *path,
+                               const uint64_t *policies, size_t npolicies, int flags,
+                               vg_lut_report *report);
+vg_status vg_lut_export_tuning(vg_device *dev, vg_tuning *t, const char *path,
+                               uint64_t policy_hash);
+/* warmup.c: expand, prepare and import cfg's gemm_lut_path (see there). */
+vg_status vg_warmup_lut_begin(vg_device *dev, vg_tuning *t, const vg_config *cfg,
+                              const uint64_t *policies, size_t npolicies, char *path,
+                              size_t size, vg_lut_report *lr);
 
 /* ---- warm-up buffers (warmup.c), shared with the replay tool ------------------ */
 /* Device buffers for one layer: synthetic non-zero weights of every group,

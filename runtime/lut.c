@@ -37,9 +37,154 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "voltgate/coord.h"
 
 #define LUT_MAGIC "voltgate-lut"
-#define LUT_VERSION 1
+#define LUT_VERSION 2          /* written; 1 is still read */
+#define LUT_VERSION_OLDEST 1
+
+/* The kernel build id.  The lead's Makefile may pass -DVG_BUILD_ID='"<git
+ * sha>"'; without it, the compile date and time of this file stand in (a
+ * rebuild then makes older LUTs stale, which is the safe side). */
+#ifndef VG_BUILD_ID
+#define VG_BUILD_ID "voltgate " __DATE__ " " __TIME__
+#endif
+/* Stamp of a version-1 entry, which says nothing about its build. */
+#define LUT_UNSTAMPED UINT64_MAX
+
+uint64_t vg_build_id(void)
+{
+    static const char id[] = VG_BUILD_ID;
+    uint64_t h = vg_fnv1a64(id, sizeof id - 1, VG_FNV_OFFSET);
+    return h && h != LUT_UNSTAMPED ? h : 1;
+}
+
+uint64_t vg_planset_hash(const vg_backend_ops *ops)
+{
+    uint64_t h = vg_fnv1a64("voltgate-planset-v1;", 20, VG_FNV_OFFSET);
+    size_t count = ops->plan_count();
+    for (size_t i = 0; i < count; i++) {
+        const vg_plan *p = ops->plan_at(i);
+        if (!p)
+            continue;
+        char buf[256];
+        int n = snprintf(buf, sizeof buf, "%s;%d;%u;%d;%d;%d;%d;%d;%d;", p->id, (int)p->path,
+                         (unsigned)p->families, (int)p->tile_m, (int)p->tile_n, (int)p->tile_k,
+                         (int)p->stages, (int)p->split_k, (int)p->max_rows);
+        h = vg_fnv1a64(buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1, h);
+    }
+    return h && h != LUT_UNSTAMPED ? h : 1;
+}
+
+/* ---- path templates ----------------------------------------------------------- */
+
+static const char *const placeholders[] = {"device", "arch", "rank"};
+
+int vg_lut_template_valid(const char *tmpl, char *why, size_t size)
+{
+    for (const char *p = tmpl; *p; p++) {
+        if (*p == '}') {
+            snprintf(why, size, "'}' without '{' at character %zu", (size_t)(p - tmpl) + 1);
+            return 0;
+        }
+        if (*p != '{')
+            continue;
+        const char *end = strchr(p, '}');
+        if (!end) {
+            snprintf(why, size, "unterminated placeholder at character %zu",
+                     (size_t)(p - tmpl) + 1);
+            return 0;
+        }
+        size_t len = (size_t)(end - p - 1);
+        int known = 0;
+        for (size_t i = 0; i < sizeof placeholders / sizeof placeholders[0]; i++)
+            if (strlen(placeholders[i]) == len && memcmp(p + 1, placeholders[i], len) == 0)
+                known = 1;
+        if (!known) {
+            snprintf(why, size,
+                     "unknown placeholder '{%.*s}' (expected {device}, {arch} or {rank})",
+                     (int)(len > 40 ? 40 : len), p + 1);
+            return 0;
+        }
+        p = end;
+    }
+    return 1;
+}
+
+vg_status vg_lut_expand_path(vg_device *dev, const char *tmpl, char *out, size_t size)
+{
+    char why[160];
+    if (!vg_lut_template_valid(tmpl, why, sizeof why))
+        return vg_fail(VG_ERR_CONFIG, "gemm_lut_path: %s", why);
+    vg_coord_stats cs;
+    int rank = vg_device_coord_stats(dev, &cs) == VG_OK && cs.attached ? cs.rank : 0;
+    size_t n = 0;
+    for (const char *p = tmpl; *p;) {
+        char piece[32];
+        const char *add = piece;
+        size_t alen;
+        if (strncmp(p, "{device}", 8) == 0) {
+            snprintf(piece, sizeof piece, "%d", dev->ordinal);
+            p += 8;
+        } else if (strncmp(p, "{arch}", 6) == 0) {
+            if (dev->arch == 0)
+                snprintf(piece, sizeof piece, "cpu");
+            else
+                snprintf(piece, sizeof piece, "sm%d", dev->arch);
+            p += 6;
+        } else if (strncmp(p, "{rank}", 6) == 0) {
+            snprintf(piece, sizeof piece, "%d", rank);
+            p += 6;
+        } else {
+            piece[0] = *p++;
+            piece[1] = '\0';
+        }
+        alen = strlen(add);
+        if (n + alen >= size)
+            return vg_fail(VG_ERR_CONFIG, "gemm_lut_path: '%s' expands past %zu characters",
+                           tmpl, size - 1);
+        memcpy(out + n, add, alen);
+        n += alen;
+    }
+    out[n] = '\0';
+    return VG_OK;
+}
+
+vg_status vg_lut_prepare_path(const char *path)
+{
+    char dir[4200];
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+        return vg_fail(VG_ERR_INVALID_ARG, "gemm_lut_path %s: path too long", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    /* mkdir -p, one component at a time. */
+    for (char *p = dir + 1; ; p++) {
+        if (*p == '/' || *p == '\0') {
+            char keep = *p;
+            *p = '\0';
+            if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+                return vg_fail(VG_ERR_IO, "gemm_lut_path %s: cannot create folder %s: %s", path,
+                               dir, strerror(errno));
+            *p = keep;
+            if (keep == '\0')
+                break;
+        }
+    }
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return vg_fail(VG_ERR_IO, "gemm_lut_path %s: %s is not a folder", path, dir);
+    if (access(dir, W_OK) != 0)
+        return vg_fail(VG_ERR_IO, "gemm_lut_path %s: folder %s is not writable: %s", path, dir,
+                       strerror(errno));
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return vg_fail(VG_ERR_IO, "gemm_lut_path %s: is a folder, not a file", path);
+    return VG_OK;
+}
 #define LUT_MAX_BYTES (64u << 20)
 
 void (*vg_lut_before_rename_hook)(const char *tmp_path) = NULL;
@@ -51,6 +196,7 @@ typedef struct lut_row {
     int32_t family, path, n, k, groups, rows;
     const char *plan;
     double us;
+    uint64_t build, planset;
 } lut_row;
 
 typedef struct row_list {
@@ -74,7 +220,8 @@ static void collect(const vg_series *s, const vg_cache_item *it, void *user)
     }
     l->rows[l->count++] = (lut_row){.policy = s->policy, .family = s->family, .path = s->path,
                                     .n = s->n, .k = s->k, .groups = s->groups,
-                                    .rows = it->rows, .plan = it->plan->id, .us = it->time_us};
+                                    .rows = it->rows, .plan = it->plan->id, .us = it->time_us,
+                                    .build = it->build, .planset = it->planset};
 }
 
 static int cmp_row(const void *pa, const void *pb)
@@ -165,8 +312,14 @@ vg_status vg_lut_export(vg_device *dev, const char *path, uint64_t policy_hash)
 {
     if (!dev || !path || !*path)
         return vg_fail(VG_ERR_INVALID_ARG, "vg_lut_export: NULL argument or empty path");
+    return vg_lut_export_tuning(dev, &dev->tuning, path, policy_hash);
+}
+
+vg_status vg_lut_export_tuning(vg_device *dev, vg_tuning *tuning, const char *path,
+                               uint64_t policy_hash)
+{
     row_list list = {0};
-    vg_cache_visit(&dev->tuning.cache, policy_hash, collect, &list);
+    vg_cache_visit(&tuning->cache, policy_hash, collect, &list);
     if (list.oom) {
         free(list.rows);
         return vg_fail(VG_ERR_NO_MEMORY, "lut %s: out of memory", path);
@@ -180,10 +333,11 @@ vg_status vg_lut_export(vg_device *dev, const char *path, uint64_t policy_hash)
         const lut_row *r = &list.rows[i];
         appendf(&t,
                 "entry arch=%d policy=%016" PRIx64 " family=%s path=%s n=%d k=%d groups=%d "
-                "rows=%d plan=%s us=%.6g\n",
+                "rows=%d plan=%s us=%.6g build=%016" PRIx64 " planset=%016" PRIx64 "\n",
                 dev->arch, r->policy, vg_family_name((vg_family)r->family),
                 vg_path_name((vg_path)r->path), (int)r->n, (int)r->k, (int)r->groups,
-                (int)r->rows, r->plan, r->us);
+                (int)r->rows, r->plan, r->us, r->build ? r->build : vg_build_id(),
+                r->planset ? r->planset : dev->planset);
     }
     free(list.rows);
     uint64_t sum = vg_fnv1a64(t.buf, t.len, VG_FNV_OFFSET);
@@ -234,6 +388,7 @@ typedef struct lut_entry {
     int32_t n, k, groups, rows;
     char plan[128];
     double us;
+    uint64_t build, planset;  /* LUT_UNSTAMPED in a version-1 file */
 } lut_entry;
 
 static vg_status read_file(const char *path, char **out, size_t *len)
@@ -298,9 +453,9 @@ static int parse_hex64(const char *s, uint64_t *out)
 }
 
 /* One "entry ..." line (without its newline); 0 when malformed. */
-static int parse_entry(const char *line, size_t len, lut_entry *e)
+static int parse_entry(const char *line, size_t len, int version, lut_entry *e)
 {
-    char copy[512], policy[17], family[16], path[16];
+    char copy[512], policy[17], family[16], path[16], build[17], planset[17];
     if (len >= sizeof copy)
         return 0;
     memcpy(copy, line, len);
@@ -311,7 +466,20 @@ static int parse_entry(const char *line, size_t len, lut_entry *e)
                      "k=%d groups=%d rows=%d plan=%127[^ ] us=%lf%n",
                      &e->arch, policy, family, path, &e->n, &e->k, &e->groups, &e->rows,
                      e->plan, &e->us, &used);
-    if (got != 10 || used != (int)len || strlen(policy) != 16)
+    if (got != 10 || strlen(policy) != 16)
+        return 0;
+    e->build = e->planset = LUT_UNSTAMPED;
+    if (version >= 2) {
+        int more = -1;
+        if (used < 0 ||
+            sscanf(copy + used, " build=%16[0-9a-f] planset=%16[0-9a-f]%n", build, planset,
+                   &more) != 2 ||
+            more < 0 || strlen(build) != 16 || strlen(planset) != 16 ||
+            !parse_hex64(build, &e->build) || !parse_hex64(planset, &e->planset))
+            return 0;
+        used += more;
+    }
+    if (used != (int)len)
         return 0;
     if (!parse_hex64(policy, &e->policy))
         return 0;
@@ -322,12 +490,21 @@ static int parse_entry(const char *line, size_t len, lut_entry *e)
 
 /* Checks the whole text; fills a malloc'ed entry array. */
 static vg_status parse_lut(const char *file, const char *buf, size_t len, lut_entry **out,
-                           size_t *count)
+                           size_t *count, int *version_out)
 {
     *out = NULL;
     *count = 0;
     char want[32];
-    int hlen = snprintf(want, sizeof want, "%s %d\n", LUT_MAGIC, LUT_VERSION);
+    /* The newest version this build reads, unless the file names an older
+     * one it still reads (the header is the same length for 1..9). */
+    int version = LUT_VERSION;
+    for (int v = LUT_VERSION_OLDEST; v < LUT_VERSION; v++) {
+        snprintf(want, sizeof want, "%s %d\n", LUT_MAGIC, v);
+        if (len >= strlen(want) && memcmp(buf, want, strlen(want)) == 0)
+            version = v;
+    }
+    *version_out = version;
+    int hlen = snprintf(want, sizeof want, "%s %d\n", LUT_MAGIC, version);
     if (strlen(buf) != len)
         return vg_fail(VG_ERR_FORMAT, "lut %s: not a voltgate LUT (binary data)", file);
     if (len == 0)
@@ -337,8 +514,8 @@ static vg_status parse_lut(const char *file, const char *buf, size_t len, lut_en
                        file);
     if (len < (size_t)hlen || memcmp(buf, want, (size_t)hlen) != 0) {
         if (strncmp(buf, LUT_MAGIC " ", strlen(LUT_MAGIC) + 1) == 0)
-            return vg_fail(VG_ERR_FORMAT, "lut %s: line 1: unsupported version (this build reads %d)",
-                           file, LUT_VERSION);
+            return vg_fail(VG_ERR_FORMAT, "lut %s: line 1: unsupported version (this build reads %d to %d)",
+                           file, LUT_VERSION_OLDEST, LUT_VERSION);
         return vg_fail(VG_ERR_FORMAT, "lut %s: line 1: not a voltgate LUT (expected '%s %d')",
                        file, LUT_MAGIC, LUT_VERSION);
     }
@@ -377,7 +554,7 @@ static vg_status parse_lut(const char *file, const char *buf, size_t len, lut_en
             }
             entries = grown;
         }
-        if (!parse_entry(buf + pos, llen, &entries[*count])) {
+        if (!parse_entry(buf + pos, llen, version, &entries[*count])) {
             free(entries);
             *count = 0;
             return vg_fail(VG_ERR_FORMAT, "lut %s: line %d: malformed entry '%.60s'", file, lineno,
@@ -395,6 +572,24 @@ vg_status vg_lut_import(vg_device *dev, const char *path, uint64_t policy_hash,
 {
     if (!dev || !path)
         return vg_fail(VG_ERR_INVALID_ARG, "vg_lut_import: NULL argument");
+    return vg_lut_import_tuning(dev, &dev->tuning, path, policy_hash ? &policy_hash : NULL,
+                                policy_hash ? 1 : 0, 0, report);
+}
+
+static int policy_accepted(uint64_t h, const uint64_t *policies, size_t n)
+{
+    if (!policies)
+        return 1;
+    for (size_t i = 0; i < n; i++)
+        if (policies[i] == h)
+            return 1;
+    return 0;
+}
+
+vg_status vg_lut_import_tuning(vg_device *dev, vg_tuning *t, const char *path,
+                               const uint64_t *policies, size_t npolicies, int flags,
+                               vg_lut_report *report)
+{
     vg_lut_report r = {0};
     if (report)
         *report = r;
@@ -405,19 +600,32 @@ vg_status vg_lut_import(vg_device *dev, const char *path, uint64_t policy_hash,
         return st;
     lut_entry *entries = NULL;
     size_t count = 0;
-    st = parse_lut(path, buf, len, &entries, &count);
+    int version = 0;
+    st = parse_lut(path, buf, len, &entries, &count, &version);
     free(buf);
     if (st != VG_OK)
         return st;
 
+    const uint64_t build = vg_build_id();
+    const int reuse = (flags & VG_LUT_REUSE_ACROSS_BUILDS) != 0;
     for (size_t i = 0; i < count && st == VG_OK; i++) {
         const lut_entry *e = &entries[i];
         if (e->arch != dev->arch) {
             r.skipped_arch++;
             continue;
         }
-        if (policy_hash && e->policy != policy_hash) {
+        if (!policy_accepted(e->policy, policies, npolicies)) {
             r.skipped_policy++;
+            continue;
+        }
+        /* Stale stamps: another build or another plan table measured it. */
+        int unstamped = e->build == LUT_UNSTAMPED;
+        if (!reuse && (unstamped ? (flags & VG_LUT_STRICT_STAMPS) != 0 : e->build != build)) {
+            r.skipped_build++;
+            continue;
+        }
+        if (!reuse && !unstamped && e->planset != dev->planset) {
+            r.skipped_planset++;
             continue;
         }
         const vg_plan *p = vg_device_find_plan(dev, e->plan);
@@ -427,16 +635,22 @@ vg_status vg_lut_import(vg_device *dev, const char *path, uint64_t policy_hash,
         }
         vg_cache_key key = {.policy = e->policy, .family = e->family, .path = e->path,
                             .n = e->n, .k = e->k, .groups = e->groups, .rows = e->rows};
-        st = vg_cache_put(&dev->tuning.cache, &key, p, e->us, 1, NULL);
+        /* Keep a foreign origin, so a re-export does not restamp it as ours. */
+        uint64_t b = unstamped || e->build != build ? e->build : 0;
+        uint64_t ps = unstamped || e->planset != dev->planset ? e->planset : 0;
+        st = vg_cache_put_stamped(&t->cache, &key, p, e->us, 1, b, ps, NULL);
         if (st == VG_OK)
             r.applied++;
     }
     free(entries);
     vg_trace_line(&dev->trace,
-                  "vg-trace-lut action=import file=%s applied=%llu skipped_arch=%llu "
+                  "vg-trace-lut action=import file=%s version=%d skipped_build=%llu "
+                  "skipped_planset=%llu applied=%llu skipped_arch=%llu "
                   "skipped_policy=%llu skipped_plan=%llu",
-                  path, (unsigned long long)r.applied, (unsigned long long)r.skipped_arch,
-                  (unsigned long long)r.skipped_policy, (unsigned long long)r.skipped_plan);
+                  path, version, (unsigned long long)r.skipped_build,
+                  (unsigned long long)r.skipped_planset, (unsigned long long)r.applied,
+                  (unsigned long long)r.skipped_arch, (unsigned long long)r.skipped_policy,
+                  (unsigned long long)r.skipped_plan);
     if (report)
         *report = r;
     return st;

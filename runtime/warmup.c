@@ -17,9 +17,12 @@
  * layer costs more than the warm-up itself and the plans' speed does not
  * depend on the values.
  *
- * With gemm_lut_path set, the LUT is imported first (when the file exists;
- * only entries of cfg's policy) and the cache of that policy is exported
- * after the warm-up when it measured anything.
+ * With gemm_lut_path set, its placeholders are expanded for the device
+ * ({device}, {arch}, {rank}), the folder is created and checked writable
+ * (a clear error now rather than at the export), the LUT is imported first
+ * (when the file exists; only entries of cfg's policy, and only entries of
+ * this build and plan set unless reuse_lut_across_builds) and the cache of
+ * that policy is exported after the warm-up when it measured anything.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +199,32 @@ static vg_status warm_layers(vg_device *dev, const vg_layer *layers, int n,
     return VG_OK;
 }
 
+/* The LUT step of a warm-up, shared with engines: expands cfg's
+ * gemm_lut_path for dev into path[], prepares its folder (created, checked
+ * writable: the error comes now, not at the export) and imports it when it
+ * exists, only entries of `policies`.  path[0] is '\0' without a LUT. */
+vg_status vg_warmup_lut_begin(vg_device *dev, vg_tuning *t, const vg_config *cfg,
+                              const uint64_t *policies, size_t npolicies, char *path,
+                              size_t size, vg_lut_report *lr)
+{
+    path[0] = '\0';
+    memset(lr, 0, sizeof *lr);
+    if (!cfg->f.gemm_lut_path)
+        return VG_OK;
+    vg_status st = vg_lut_expand_path(dev, cfg->f.gemm_lut_path, path, size);
+    if (st == VG_OK)
+        st = vg_lut_prepare_path(path);
+    if (st != VG_OK) {
+        path[0] = '\0';
+        return st;
+    }
+    int flags = VG_LUT_STRICT_STAMPS |
+                (cfg->f.reuse_lut_across_builds ? VG_LUT_REUSE_ACROSS_BUILDS : 0);
+    if (access(path, F_OK) == 0)
+        st = vg_lut_import_tuning(dev, t, path, policies, npolicies, flags, lr);
+    return st;
+}
+
 vg_status vg_warmup(vg_device *dev, const vg_config *cfg, const vg_layer *layers, int n,
                     vg_warmup_report *report)
 {
@@ -204,9 +233,10 @@ vg_status vg_warmup(vg_device *dev, const vg_config *cfg, const vg_layer *layers
     vg_warmup_report r = {0};
     uint64_t hash = 0;
     vg_config_policy_hash(cfg, &hash);
-    const char *lut = cfg->f.gemm_lut_path;
-    vg_status st = VG_OK;
-    if (lut && access(lut, F_OK) == 0 && (st = vg_lut_import(dev, lut, hash, NULL)) != VG_OK)
+    char lut[4200];
+    vg_lut_report lr;
+    vg_status st = vg_warmup_lut_begin(dev, &dev->tuning, cfg, &hash, 1, lut, sizeof lut, &lr);
+    if (st != VG_OK)
         return st;
 
     uint64_t before = atomic_load(&dev->tuning.measured_total);
@@ -215,7 +245,7 @@ vg_status vg_warmup(vg_device *dev, const vg_config *cfg, const vg_layer *layers
     st = warm_layers(dev, layers, n, &r);
     vg_policy_leave();
     r.shapes_measured = atomic_load(&dev->tuning.measured_total) - before;
-    if (st == VG_OK && lut && r.shapes_measured > 0)
+    if (st == VG_OK && lut[0] && r.shapes_measured > 0)
         st = vg_lut_export(dev, lut, hash);
     if (st == VG_OK && cfg->f.freeze_tuning_after_warmup)
         st = vg_device_freeze_tuning(dev);

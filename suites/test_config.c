@@ -67,7 +67,9 @@ static void every_field(void **state)
     assert_string_equal(json,
                         "{\"sm70_fp8\":{\"native\":{\"fp8_grouped_bmm_decode\":false,"
                         "\"fp8_tune_small_shapes\":false,\"fp8_coordinated_tuning\":true}},"
-                        "\"sm70_runtime\":{\"freeze_tuning_after_warmup\":true},"
+                        "\"sm70_runtime\":{\"freeze_tuning_after_warmup\":true,"
+                        "\"reuse_lut_across_builds\":false,"
+                        "\"share_measured_plans_across_engines\":false},"
                         "\"gemm_lut_path\":\"/tmp/x.lut\"}");
     vg_config *back = parse_cfg(json);
     uint64_t h1, h2;
@@ -121,11 +123,13 @@ static void unknown_keys(void **state)
                  "sm70_fp8.native.fp8_tune_big_shapes: unknown key (expected one of: "
                  "fp8_grouped_bmm_decode, fp8_tune_small_shapes, fp8_coordinated_tuning)");
     expect_error("{\"sm70_runtime\":{\"freeze\":true}}",
-                 "sm70_runtime.freeze: unknown key (expected one of: freeze_tuning_after_warmup)");
+                 "sm70_runtime.freeze: unknown key (expected one of: freeze_tuning_after_warmup, "
+                 "reuse_lut_across_builds, share_measured_plans_across_engines)");
     /* A field in the wrong section is unknown there. */
     expect_error("{\"sm70_runtime\":{\"fp8_tune_small_shapes\":true}}",
                  "sm70_runtime.fp8_tune_small_shapes: unknown key (expected one of: "
-                 "freeze_tuning_after_warmup)");
+                 "freeze_tuning_after_warmup, reuse_lut_across_builds, "
+                 "share_measured_plans_across_engines)");
 }
 
 static void out_of_range_and_duplicates(void **state)

@@ -119,7 +119,7 @@ static void round_trip(void **state)
     vg_device *dev = tuned_device(f, &s, &d, &g);
     assert_int_equal(vg_lut_export(dev, f->lut, 0), VG_OK);
     char *text = slurp(f->lut);
-    assert_true(strncmp(text, "voltgate-lut 1\n", 15) == 0);
+    assert_true(strncmp(text, "voltgate-lut 2\n", 15) == 0);
     assert_non_null(strstr(text, "entry arch=0 policy="));
     assert_non_null(strstr(text, " family=awq path=grouped n=64 k=128 groups=2 rows=3 plan="));
 
@@ -314,7 +314,7 @@ static void corrupted_truncated_checksum(void **state)
     expect_refused(f, "hello world\n", 12, VG_ERR_FORMAT, "line 1: not a voltgate LUT");
     char bin[64] = "voltgate-lut 1\n\0\0\0\0";
     expect_refused(f, bin, 40, VG_ERR_FORMAT, "binary");
-    char *v2 = replace_all(text, "voltgate-lut 1\n", "voltgate-lut 2\n");
+    char *v2 = replace_all(text, "voltgate-lut 2\n", "voltgate-lut 3\n");
     char *v2s = reseal(v2);
     expect_refused(f, v2s, strlen(v2s), VG_ERR_FORMAT, "unsupported version");
     char *bad = replace_all(text, "groups=2 rows=3", "groups=2 rows=three");

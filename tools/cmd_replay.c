@@ -273,8 +273,10 @@ int cmd_replay(int argc, char **argv)
             rc = VG_EXIT_USAGE;
             goto out;
         }
-        printf("lut: %s applied=%llu skipped_arch=%llu skipped_policy=%llu skipped_plan=%llu\n",
-               lut, (unsigned long long)lr.applied, (unsigned long long)lr.skipped_arch,
+        printf("lut: %s skipped_build=%llu skipped_planset=%llu applied=%llu skipped_arch=%llu "
+               "skipped_policy=%llu skipped_plan=%llu\n",
+               lut, (unsigned long long)lr.skipped_build, (unsigned long long)lr.skipped_planset,
+               (unsigned long long)lr.applied, (unsigned long long)lr.skipped_arch,
                (unsigned long long)lr.skipped_policy, (unsigned long long)lr.skipped_plan);
     }
 

@@ -40,7 +40,10 @@ typedef struct vg_config_fields {
     int fp8_tune_small_shapes;       /* default 1 */
     int fp8_coordinated_tuning;      /* default 0 */
     int freeze_tuning_after_warmup;  /* default 0 */
-    const char *gemm_lut_path;       /* default NULL; owned by the config */
+    const char *gemm_lut_path;       /* default NULL; owned by the config; may hold the
+                                        placeholders {device}, {arch}, {rank} */
+    int reuse_lut_across_builds;     /* default 0 (sm70_runtime.*, not hashed) */
+    int share_measured_plans_across_engines; /* default 0 (sm70_runtime.*, not hashed) */
 } vg_config_fields;
 vg_status vg_config_get(const vg_config *cfg, vg_config_fields *out);
 
@@ -135,9 +138,17 @@ typedef struct vg_lut_report {
     uint64_t skipped_arch;     /* measured on another arch */
     uint64_t skipped_policy;   /* another policy hash, when a policy was asked for */
     uint64_t skipped_plan;     /* names a plan that no longer exists */
+    /* Stale entries (format version 2 stamps every entry): */
+    uint64_t skipped_build;    /* measured by another kernel build (VG_BUILD_ID), or
+                                  unstamped (version 1) under a config-driven import */
+    uint64_t skipped_planset;  /* measured on another plan table of the backend */
 } vg_lut_report;
 /* policy_hash 0 exports every partition. Written to a temporary file and
- * renamed. */
+ * renamed.  Format version 2 (runtime/POLICY.md); version 1 files are read.
+ * vg_lut_import skips entries stamped by another build or plan set (unless
+ * reuse_lut_across_builds applies: vg_warmup / engines read it from their
+ * config) and applies unstamped version-1 entries, which it cannot date;
+ * the config-driven imports skip those as stale too. */
 vg_status vg_lut_export(vg_device *dev, const char *path, uint64_t policy_hash);
 /* policy_hash 0 accepts every partition. */
 vg_status vg_lut_import(vg_device *dev, const char *path, uint64_t policy_hash,
