@@ -28,9 +28,8 @@ static int list_cases(char names[][64], int max)
     struct dirent *e;
     while ((e = readdir(d)) && n < max) {
         size_t len = strlen(e->d_name);
-        if (len > 3 && !strcmp(e->d_name + len - 3, ".h5"))
-            if (len < 64)
-            snprintf(names[n++], 64, "%s", e->d_name);
+        if (len > 3 && len < 64 && !strcmp(e->d_name + len - 3, ".h5"))
+            memcpy(names[n++], e->d_name, len + 1);   /* len < 64: fits */
     }
     closedir(d);
     qsort(names, (size_t)n, 64, (int (*)(const void *, const void *))strcmp);
