@@ -203,7 +203,7 @@ static vg_status rule_fallback(vg_device *dev, const vg_gemm_args *args, vg_choi
                                const char *why)
 {
     int32_t found_rows = 0;
-    if (vg_cache_find_at_least(&dev->tuning.cache, &c->key, &c->plan, &found_rows)) {
+    if (vg_cache_find_at_least(&c->tuning->cache, &c->key, &c->plan, &found_rows)) {
         c->decision = VG_DECISION_REUSE;
         c->why = why;
         return VG_OK;
@@ -270,7 +270,7 @@ static vg_status measure_together(vg_device *dev, coord_entry *e, const char *op
                                   const vg_policy *pol, const vg_gemm_args *args,
                                   vg_choice *c, double *winner_us, size_t ncand)
 {
-    vg_tuning *t = &dev->tuning;
+    vg_tuning *t = c->tuning;   /* the device's or an engine's (issue 10) */
     const vg_plan *plans[MAX_CANDIDATES];
     double times[MAX_CANDIDATES];
     candidates(dev, args, c, plans, NULL);
@@ -331,7 +331,7 @@ static vg_status round_locked(vg_device *dev, coord_entry *e, const char *op,
                               const vg_policy *pol, const vg_gemm_args *args, vg_choice *c,
                               double *winner_us, int *handled)
 {
-    vg_tuning *t = &dev->tuning;
+    vg_tuning *t = c->tuning;   /* the device's or an engine's (issue 10) */
     /* Another thread of this rank may have stored the shape since the
      * decision looked: reuse it, as every rank then does. */
     const vg_plan *cached = NULL;

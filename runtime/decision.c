@@ -69,7 +69,7 @@ static vg_status fallback(vg_device *dev, const vg_gemm_args *args, vg_choice *c
                           const char *why_reuse, const char *why_heuristic)
 {
     int32_t found_rows = 0;
-    if (vg_cache_find_at_least(&dev->tuning.cache, &c->key, &c->plan, &found_rows)) {
+    if (vg_cache_find_at_least(&c->tuning->cache, &c->key, &c->plan, &found_rows)) {
         c->decision = VG_DECISION_REUSE;
         c->why = why_reuse;
         return VG_OK;
@@ -80,6 +80,13 @@ static vg_status fallback(vg_device *dev, const vg_gemm_args *args, vg_choice *c
 vg_status vg_dispatch_decide(vg_device *dev, const vg_policy *pol, const vg_gemm_args *args,
                              vg_choice *c)
 {
+    return vg_dispatch_decide_in(dev, &dev->tuning, pol, args, c);
+}
+
+vg_status vg_dispatch_decide_in(vg_device *dev, vg_tuning *t, const vg_policy *pol,
+                                const vg_gemm_args *args, vg_choice *c)
+{
+    c->tuning = t;
     c->plan = NULL;
     c->why = "";
     c->path = args->path;
@@ -97,12 +104,21 @@ vg_status vg_dispatch_decide(vg_device *dev, const vg_policy *pol, const vg_gemm
         return heuristic(dev, args, c, "empty call");
     if (!c->within_limits)
         return heuristic(dev, args, c, "over the tuning limit");
-    if (vg_cache_find(&dev->tuning.cache, &c->key, &c->plan)) {
+    if (vg_cache_find(&t->cache, &c->key, &c->plan)) {
         c->decision = VG_DECISION_REUSE;
         c->why = "cached";
         return VG_OK;
     }
-    if (atomic_load_explicit(&dev->tuning.frozen, memory_order_acquire))
+    /* A sharing engine reuses what another sharing engine measured under
+     * the same policy hash (and keeps it, imported, in its own set). */
+    double shared_us = 0.0;
+    if (t->shared && vg_cache_find(t->shared, &c->key, &c->plan) &&
+        vg_cache_put(&t->cache, &c->key, c->plan, shared_us, 1, NULL) == VG_OK) {
+        c->decision = VG_DECISION_REUSE;
+        c->why = "shared";
+        return VG_OK;
+    }
+    if (atomic_load_explicit(&t->frozen, memory_order_acquire))
         return fallback(dev, args, c, "frozen: next larger measured shape",
                         "frozen: no measured shape at or above");
     if (!pol->tune_small_shapes)
@@ -118,7 +134,7 @@ vg_status vg_dispatch_decide(vg_device *dev, const vg_policy *pol, const vg_gemm
 static vg_status measure(vg_device *dev, const vg_gemm_args *args, vg_choice *c,
                          double *winner_us)
 {
-    vg_tuning *t = &dev->tuning;
+    vg_tuning *t = c->tuning;
     if (!vg_tuning_measure_begin(t))
         return fallback(dev, args, c, "frozen: next larger measured shape",
                         "frozen: no measured shape at or above");
@@ -139,6 +155,8 @@ static vg_status measure(vg_device *dev, const vg_gemm_args *args, vg_choice *c,
         }
     }
     vg_status st = vg_tuning_measure_end(t, &c->key, best, best_us);
+    if (st == VG_OK && best && t->shared)
+        st = vg_cache_put(t->shared, &c->key, best, best_us, 0, NULL);
     if (st != VG_OK)
         return st;
     if (!best)
@@ -150,8 +168,29 @@ static vg_status measure(vg_device *dev, const vg_gemm_args *args, vg_choice *c,
     return VG_OK;
 }
 
+static vg_status gemm_in(vg_device *dev, vg_tuning *t, const vg_policy *pol, const char *op,
+                         const vg_gemm_args *args, vg_dispatch_info *info);
+
 vg_status vg_gemm(vg_device *dev, const char *op, const vg_gemm_args *args,
                   vg_dispatch_info *info)
+{
+    if (!dev || !op || !args)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_gemm: NULL argument");
+    vg_engine *eng = NULL;
+    const vg_policy *pol = vg_policy_current_engine(dev, &eng);
+    if (!eng)
+        return gemm_in(dev, &dev->tuning, pol, op, args, info);
+    /* An engine entered on this thread: its measured set, counted in flight
+     * so that vg_engine_close waits for this call. */
+    if (!vg_engine_acquire(eng))
+        return VG_ERR_STATE;
+    vg_status st = gemm_in(dev, &eng->tuning, pol, op, args, info);
+    vg_engine_release(eng);
+    return st;
+}
+
+static vg_status gemm_in(vg_device *dev, vg_tuning *t, const vg_policy *pol, const char *op,
+                         const vg_gemm_args *args, vg_dispatch_info *info)
 {
     if (!dev || !op || !args)
         return vg_fail(VG_ERR_INVALID_ARG, "vg_gemm: NULL argument");
@@ -163,9 +202,8 @@ vg_status vg_gemm(vg_device *dev, const char *op, const vg_gemm_args *args,
 
     /* The clock is read only when the caller wants the figure. */
     double t0 = info ? now_us() : 0.0;
-    const vg_policy *pol = vg_policy_current(dev);
     vg_choice c;
-    if ((st = vg_dispatch_decide(dev, pol, args, &c)) != VG_OK)
+    if ((st = vg_dispatch_decide_in(dev, t, pol, args, &c)) != VG_OK)
         return st;
     vg_gemm_args a = *args;
     a.path = c.path;

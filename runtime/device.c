@@ -50,6 +50,13 @@ vg_status vg_device_open(const char *backend, int ordinal, vg_device **out)
         free(dev);
         return st;
     }
+    if ((st = vg_cache_init(&dev->shared)) != VG_OK) {
+        vg_tuning_destroy(&dev->tuning);
+        ops->close(dev->ctx);
+        free(dev);
+        return st;
+    }
+    pthread_mutex_init(&dev->engines_lock, NULL);
     pthread_mutex_init(&dev->ws_lock, NULL);
     atomic_init(&dev->test_capturing, 0);
     int is_cpu = ops == &vg_backend_cpu;
@@ -70,6 +77,9 @@ vg_status vg_device_close(vg_device *dev)
     if (!dev)
         return VG_OK;
     vg_coord_device_closed(dev);   /* a later device at this address starts clean */
+    vg_engines_destroy(dev);       /* waits for their calls in flight */
+    vg_cache_destroy(&dev->shared);
+    pthread_mutex_destroy(&dev->engines_lock);
     if (dev->ws)
         dev->ops->free(dev->ctx, dev->ws);
     vg_trace_close(&dev->trace);

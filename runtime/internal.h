@@ -37,6 +37,9 @@ const vg_policy *vg_policy_default_partition(void);
 /* The innermost policy this thread entered for `dev` (or for any device,
  * dev NULL at enter), else &vg_policy_default. */
 const vg_policy *vg_policy_current(const vg_device *dev);
+/* The same, and the engine of that entry (NULL: the device's implicit
+ * default engine, dev->tuning). */
+const vg_policy *vg_policy_current_engine(const vg_device *dev, vg_engine **engine);
 
 /* Fills a vg_policy from a parsed config (hash included). */
 void vg_policy_from_config(const vg_config *cfg, vg_policy *out);
@@ -125,6 +128,10 @@ typedef struct vg_tuning {
     uint64_t measured_before_freeze;
     uint64_t measured_after_freeze;   /* stays 0 by construction; counted anyway */
     int freeze_done;                  /* the freeze returned (in-flight ones landed) */
+    /* share_measured_plans_across_engines: the device's pool of plans that
+     * sharing engines measured (keyed by policy hash like any cache), or
+     * NULL for a tuning state that shares nothing (the default). */
+    vg_cache *shared;
 } vg_tuning;
 
 vg_status vg_tuning_init(vg_tuning *t);
@@ -174,6 +181,15 @@ struct vg_device {
     /* Test hook: non-zero makes every stream look like it is capturing. */
     atomic_int test_capturing;
 
+    /* Engines (engine.c): every engine ever opened on the device, closed
+     * ones kept as shells until vg_device_close so a stale handle reads
+     * VG_ERR_STATE rather than freed memory.  `shared` is the pool of
+     * plans measured by engines that share (share_measured_plans_...). */
+    pthread_mutex_t engines_lock;
+    vg_engine *engines;
+    int engines_opened;
+    vg_cache shared;
+
     /* The device's own workspace, used when args->workspace is NULL.  The
      * lock is held for a whole launch that uses it, so concurrent calls never
      * share partials (on cuda the launch is only enqueued: one stream at a
@@ -210,6 +226,7 @@ typedef struct vg_choice {
     int within_limits;
     const char *why;
     vg_cache_key key;
+    vg_tuning *tuning;        /* whose measured set: the device's or an engine's */
 } vg_choice;
 
 /* The decision alone: reroute, limits, cache lookup, freeze and capture
@@ -217,6 +234,33 @@ typedef struct vg_choice {
  * and the dispatch benchmark times it alone. */
 vg_status vg_dispatch_decide(vg_device *dev, const vg_policy *pol, const vg_gemm_args *args,
                              vg_choice *out);
+/* The same on a given tuning state (an engine's); the above uses dev->tuning. */
+vg_status vg_dispatch_decide_in(vg_device *dev, vg_tuning *t, const vg_policy *pol,
+                                const vg_gemm_args *args, vg_choice *out);
+
+/* ---- engines (engine.c) ------------------------------------------------------ */
+#define VG_ENGINE_MAGIC 0x56474e45u   /* "VGNE" */
+struct vg_engine {
+    uint32_t magic;
+    int id;                           /* 0, 1, ... in open order on the device */
+    vg_device *dev;
+    vg_config *cfg;                   /* the engine's own copy */
+    vg_policy pol;
+    vg_tuning tuning;
+    char lut[4200];                   /* gemm_lut_path expanded, "" without */
+    atomic_int closed;
+    atomic_int in_flight;             /* calls using the engine right now */
+    pthread_mutex_t lock;
+    pthread_cond_t idle;
+    vg_engine *next;
+};
+/* 1 and the engine counted in flight, or 0 (closed: vg_fail set). */
+int vg_engine_acquire(vg_engine *e);
+void vg_engine_release(vg_engine *e);
+/* Device close: closes and frees every engine of the device. */
+void vg_engines_destroy(vg_device *dev);
+/* warmup.c: the warm-up calls of `layers` (inside whatever is entered). */
+vg_status vg_warm_layers(vg_device *dev, const vg_layer *layers, int n, vg_warmup_report *r);
 
 /* The device backend's plan of that id, or NULL. */
 const vg_plan *vg_device_find_plan(vg_device *dev, const char *id);

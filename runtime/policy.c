@@ -93,6 +93,7 @@ void vg_policy_from_config(const vg_config *cfg, vg_policy *out)
 typedef struct entered {
     const vg_device *dev;     /* NULL = applies to every device */
     vg_policy pol;
+    vg_engine *engine;        /* NULL = the device's implicit default engine */
 } entered;
 
 static _Thread_local entered stack[POLICY_STACK_MAX];
@@ -125,6 +126,41 @@ const vg_policy *vg_policy_current(const vg_device *dev)
     return vg_policy_default_partition();
 }
 
+const vg_policy *vg_policy_current_engine(const vg_device *dev, vg_engine **engine)
+{
+    for (int i = depth - 1; i >= 0; i--)
+        if (stack[i].dev == NULL || stack[i].dev == dev) {
+            *engine = stack[i].engine;
+            return &stack[i].pol;
+        }
+    *engine = NULL;
+    return vg_policy_default_partition();
+}
+
+vg_status vg_engine_enter(vg_engine *e)
+{
+    if (!e || e->magic != VG_ENGINE_MAGIC)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_engine_enter: not an engine");
+    if (atomic_load(&e->closed))
+        return vg_fail(VG_ERR_STATE, "vg_engine_enter: engine %d is closed", e->id);
+    if (depth >= POLICY_STACK_MAX)
+        return vg_fail(VG_ERR_LIMIT, "vg_engine_enter: more than %d nested policies",
+                       POLICY_STACK_MAX);
+    stack[depth].dev = e->dev;
+    stack[depth].pol = e->pol;
+    stack[depth].engine = e;
+    depth++;
+    return VG_OK;
+}
+
+vg_status vg_engine_leave(void)
+{
+    if (depth == 0 || !stack[depth - 1].engine)
+        return vg_fail(VG_ERR_STATE, "vg_engine_leave: the innermost entry is not an engine");
+    depth--;
+    return VG_OK;
+}
+
 vg_status vg_policy_enter(vg_device *dev, const vg_config *cfg)
 {
     if (!cfg)
@@ -133,6 +169,7 @@ vg_status vg_policy_enter(vg_device *dev, const vg_config *cfg)
         return vg_fail(VG_ERR_LIMIT, "vg_policy_enter: more than %d nested policies",
                        POLICY_STACK_MAX);
     stack[depth].dev = dev;
+    stack[depth].engine = NULL;
     vg_policy_from_config(cfg, &stack[depth].pol);
     depth++;
     return VG_OK;

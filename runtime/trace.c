@@ -104,6 +104,6 @@ void vg_trace_decision(vg_device *dev, const char *op, const vg_gemm_args *args,
                   (int)args->w.n, (int)args->w.k, (int)args->w.groups,
                   (unsigned long long)policy_hash, vg_decision_name(c->decision),
                   c->plan ? c->plan->id : "none",
-                  (unsigned long long)atomic_load(&dev->tuning.measured_total),
-                  atomic_load(&dev->tuning.frozen) ? 1 : 0);
+                  (unsigned long long)atomic_load(&c->tuning->measured_total),
+                  atomic_load(&c->tuning->frozen) ? 1 : 0);
 }

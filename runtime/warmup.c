@@ -174,8 +174,7 @@ static const char *op_of(vg_path path)
     return path == VG_PATH_DENSE ? "gemm" : path == VG_PATH_MOE ? "moe_gemm" : "grouped_gemm";
 }
 
-static vg_status warm_layers(vg_device *dev, const vg_layer *layers, int n,
-                             vg_warmup_report *r)
+vg_status vg_warm_layers(vg_device *dev, const vg_layer *layers, int n, vg_warmup_report *r)
 {
     for (int i = 0; i < n; i++) {
         int32_t top = layers[i].path == VG_PATH_DENSE ? VG_TUNE_MAX_DENSE_M
@@ -242,7 +241,7 @@ vg_status vg_warmup(vg_device *dev, const vg_config *cfg, const vg_layer *layers
     uint64_t before = atomic_load(&dev->tuning.measured_total);
     if ((st = vg_policy_enter(dev, cfg)) != VG_OK)
         return st;
-    st = warm_layers(dev, layers, n, &r);
+    st = vg_warm_layers(dev, layers, n, &r);
     vg_policy_leave();
     r.shapes_measured = atomic_load(&dev->tuning.measured_total) - before;
     if (st == VG_OK && lut[0] && r.shapes_measured > 0)

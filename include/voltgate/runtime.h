@@ -20,6 +20,7 @@ extern "C" {
 
 typedef struct vg_device vg_device;
 typedef struct vg_config vg_config;
+typedef struct vg_engine vg_engine;
 
 /* ---- kernel_config ------------------------------------------------------ */
 /* Parses the engine's kernel_config JSON.  On error returns VG_ERR_CONFIG and
@@ -174,6 +175,47 @@ typedef struct vg_warmup_report {
  * shape.  report->shapes_measured counts new measurements on the device. */
 vg_status vg_warmup(vg_device *dev, const vg_config *cfg, const vg_layer *layers, int n,
                     vg_warmup_report *report);
+
+/* ---- engines (issue 10) ---------------------------------------------------------
+ * A serving process may host several engines on one device (a draft model
+ * beside the target model, two models on one GPU).  Each engine owns its
+ * policy (from its config), its measured set, its freeze state and its LUT
+ * (gemm_lut_path expanded for the device); nothing leaks between engines,
+ * even when their policies hash alike, unless both configs say
+ * sm70_runtime.share_measured_plans_across_engines: then each reuses the
+ * plans the other measured under the same policy hash (its own freeze and
+ * counters stay its own).
+ *
+ * The device-level calls (vg_policy_enter, vg_warmup, vg_device_freeze_tuning,
+ * vg_device_tuning_state, vg_lut_import/export) act on the device's implicit
+ * default engine, which no vg_engine_* call touches.
+ *
+ * vg_engine_open copies cfg, expands and prepares its LUT path (folders
+ * created, writability checked: VG_ERR_IO now, not at the export) and
+ * imports the LUT when the file exists (cfg's partition; stale entries
+ * skipped unless reuse_lut_across_builds).  vg_engine_enter pushes the
+ * engine on this thread's policy stack (like vg_policy_enter, same depth
+ * limit): vg_gemm on its device then decides with the engine's policy and
+ * measured set; vg_engine_leave pops it.
+ *
+ * vg_engine_close waits for the engine's calls in flight, then frees its
+ * state.  Handles stay valid until vg_device_close: a closed engine keeps a
+ * small shell, so every later use (enter, a vg_gemm of a thread that still
+ * has it entered, warm-up, freeze, state, close again) is VG_ERR_STATE, not a
+ * crash.  vg_device_close closes every engine still open and frees the
+ * shells; an engine handle must not be used after its device is closed. */
+vg_status vg_engine_open(vg_device *dev, const vg_config *cfg, vg_engine **out);
+vg_status vg_engine_close(vg_engine *engine);
+vg_status vg_engine_enter(vg_engine *engine);
+vg_status vg_engine_leave(void);
+/* 0, 1, ... in open order on its device (replay names them engine<id>). */
+vg_status vg_engine_id(const vg_engine *engine, int *id);
+/* vg_warmup for the engine: runs inside it, exports its LUT when it
+ * measured anything, freezes it when its config says so. */
+vg_status vg_engine_warmup(vg_engine *engine, const vg_layer *layers, int n,
+                           vg_warmup_report *report);
+vg_status vg_engine_freeze_tuning(vg_engine *engine);
+vg_status vg_engine_tuning_state(vg_engine *engine, vg_tuning_state *out);
 
 /* ---- operator registry ---------------------------------------------------------- */
 typedef struct vg_operator {
