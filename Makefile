@@ -139,7 +139,7 @@ regress: deps
 # in its own CPU-only build folder.
 SANITIZE_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 TSAN_FLAGS := -O1 -g -fsanitize=thread
-TSAN_SUITES ?= test_freeze test_concurrency test_policy
+TSAN_SUITES ?= test_freeze test_concurrency test_policy test_stress_freeze test_coord test_engine
 sanitize: deps
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan CUDA=0 CFLAGS="$(SANITIZE_FLAGS)" LDFLAGS="-fsanitize=address,undefined" suites
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
