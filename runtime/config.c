@@ -31,7 +31,7 @@
 /* Longest gemm_lut_path accepted (PATH_MAX less the ".tmp.<pid>" suffix). */
 #define VG_LUT_PATH_MAX 4000
 
-typedef enum { FIELD_BOOL, FIELD_PATH } field_kind;
+typedef enum { FIELD_BOOL, FIELD_PATH, FIELD_PER_FAMILY } field_kind;
 
 /* One leaf of the schema: its JSON path, its kind and where it lands. */
 typedef struct field_spec {
@@ -55,7 +55,96 @@ static const field_spec fields[] = {
     {"sm70_runtime.share_measured_plans_across_engines", FIELD_BOOL,
      offsetof(vg_config_fields, share_measured_plans_across_engines), 0},
     {"gemm_lut_path", FIELD_PATH, 0, 0},
+    {"per_family", FIELD_PER_FAMILY, 0, 0},
 };
+
+static void describe(const cJSON *v, char *buf, size_t size);
+
+/* The per-family options: JSON name and the families that read each one
+ * (runtime/POLICY.md has the same table; test_per_family walks it). */
+static const struct {
+    const char *name;
+    uint32_t families;
+} family_options[VG_FOPT_COUNT] = {
+    [VG_FOPT_TUNE_SMALL_SHAPES] = {"tune_small_shapes", VG_ALL_FAMILIES},
+    [VG_FOPT_GROUPED_BMM_DECODE] = {"grouped_bmm_decode", VG_ALL_FAMILIES},
+    [VG_FOPT_TILES_WITHIN_SCALE_BLOCK] = {"tiles_within_scale_block",
+                                          VG_FAMILY_BIT(VG_FAMILY_FP8)},
+};
+
+uint32_t vg_family_option_families(vg_family_option o)
+{
+    return (unsigned)o < VG_FOPT_COUNT ? family_options[o].families : 0;
+}
+
+const char *vg_family_option_name(vg_family_option o)
+{
+    return (unsigned)o < VG_FOPT_COUNT ? family_options[o].name : "unknown";
+}
+
+/* "per_family": {"<family>": {"<option>": bool, ...}, ...} */
+static vg_status walk_per_family(const cJSON *obj, vg_config *cfg)
+{
+    char got[64], path[256], list[256];
+    if (!cJSON_IsObject(obj)) {
+        describe(obj, got, sizeof got);
+        return vg_fail(VG_ERR_CONFIG, "per_family: expected object, got %s", got);
+    }
+    for (const cJSON *fam = obj->child; fam; fam = fam->next) {
+        const char *key = fam->string ? fam->string : "";
+        snprintf(path, sizeof path, "per_family.%s", key);
+        for (const cJSON *o = obj->child; o != fam; o = o->next)
+            if (o->string && strcmp(o->string, key) == 0)
+                return vg_fail(VG_ERR_CONFIG, "%s: duplicate key", path);
+        vg_family f;
+        if (vg_family_parse(key, &f) != VG_OK)
+            return vg_fail(VG_ERR_CONFIG,
+                           "%s: unknown family (expected one of: fp16, awq, fp8, mxfp4, nvfp4)",
+                           path);
+        if (!cJSON_IsObject(fam)) {
+            describe(fam, got, sizeof got);
+            return vg_fail(VG_ERR_CONFIG, "%s: expected object, got %s", path, got);
+        }
+        for (const cJSON *item = fam->child; item; item = item->next) {
+            const char *opt = item->string ? item->string : "";
+            char leafpath[300];
+            snprintf(leafpath, sizeof leafpath, "%s.%s", path, opt);
+            for (const cJSON *o = fam->child; o != item; o = o->next)
+                if (o->string && strcmp(o->string, opt) == 0)
+                    return vg_fail(VG_ERR_CONFIG, "%s: duplicate key", leafpath);
+            int which = -1;
+            list[0] = '\0';
+            for (int i = 0; i < VG_FOPT_COUNT; i++) {
+                size_t used = strlen(list);
+                snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "",
+                         family_options[i].name);
+                if (strcmp(opt, family_options[i].name) == 0)
+                    which = i;
+            }
+            if (which < 0)
+                return vg_fail(VG_ERR_CONFIG, "%s: unknown key (expected one of: %s)", leafpath,
+                               list);
+            if (!(family_options[which].families & VG_FAMILY_BIT(f))) {
+                char fams[128] = "";
+                for (int g = 0; g < VG_FAMILY_COUNT; g++)
+                    if (family_options[which].families & VG_FAMILY_BIT(g)) {
+                        size_t used = strlen(fams);
+                        snprintf(fams + used, sizeof fams - used, "%s%s", used ? ", " : "",
+                                 vg_family_name((vg_family)g));
+                    }
+                return vg_fail(VG_ERR_CONFIG,
+                               "%s: does not apply to family %s (read only by: %s)", leafpath,
+                               key, fams);
+            }
+            if (!cJSON_IsBool(item)) {
+                describe(item, got, sizeof got);
+                return vg_fail(VG_ERR_CONFIG, "%s: expected boolean, got %s", leafpath, got);
+            }
+            cfg->f.per_family[f][which] = cJSON_IsTrue(item) ? 1 : 0;
+        }
+    }
+    return VG_OK;
+}
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
 /* A short rendering of a JSON value for "got ..." ("yes" quoted, 1, null,
@@ -152,7 +241,11 @@ static vg_status walk(const cJSON *obj, const char *prefix, vg_config *cfg)
             continue;
         }
         describe(item, got, sizeof got);
-        if (f->kind == FIELD_BOOL) {
+        if (f->kind == FIELD_PER_FAMILY) {
+            vg_status st = walk_per_family(item, cfg);
+            if (st != VG_OK)
+                return st;
+        } else if (f->kind == FIELD_BOOL) {
             if (!cJSON_IsBool(item))
                 return vg_fail(VG_ERR_CONFIG, "%s: expected boolean, got %s", path, got);
             *(int *)((char *)&cfg->f + f->offset) = cJSON_IsTrue(item) ? 1 : 0;
@@ -190,6 +283,9 @@ static vg_config *config_new(void)
     for (size_t i = 0; i < NFIELDS; i++)
         if (fields[i].kind == FIELD_BOOL)
             *(int *)((char *)&cfg->f + fields[i].offset) = fields[i].def;
+    for (int f = 0; f < VG_FAMILY_COUNT; f++)
+        for (int o = 0; o < VG_FOPT_COUNT; o++)
+            cfg->f.per_family[f][o] = -1;
     return cfg;
 }
 
@@ -328,6 +424,22 @@ vg_status vg_config_to_json(const vg_config *cfg, char **json)
         cJSON_AddStringToObject(root, "gemm_lut_path", cfg->lut_path);
     else
         cJSON_AddNullToObject(root, "gemm_lut_path");
+    /* per_family only when some option is set, in table order. */
+    cJSON *pf = NULL;
+    for (int f = 0; f < VG_FAMILY_COUNT; f++) {
+        cJSON *fo = NULL;
+        for (int o = 0; o < VG_FOPT_COUNT; o++) {
+            int v = cfg->f.per_family[f][o];
+            if (v < 0)
+                continue;
+            if (!pf)
+                pf = cJSON_AddObjectToObject(root, "per_family");
+            if (pf && !fo)
+                fo = cJSON_AddObjectToObject(pf, vg_family_name((vg_family)f));
+            if (fo)
+                cJSON_AddBoolToObject(fo, family_options[o].name, v);
+        }
+    }
     *json = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     return *json ? VG_OK : vg_fail(VG_ERR_NO_MEMORY, "kernel_config: out of memory");

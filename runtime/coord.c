@@ -271,6 +271,7 @@ static vg_status measure_together(vg_device *dev, coord_entry *e, const char *op
                                   vg_choice *c, double *winner_us, size_t ncand)
 {
     vg_tuning *t = c->tuning;   /* the device's or an engine's (issue 10) */
+    (void)pol;                  /* the partition is c->key.policy (per family) */
     const vg_plan *plans[MAX_CANDIDATES];
     double times[MAX_CANDIDATES];
     candidates(dev, args, c, plans, NULL);
@@ -312,7 +313,7 @@ static vg_status measure_together(vg_device *dev, coord_entry *e, const char *op
     if (!best) {
         st = rule_heuristic(dev, args, c, "coordinated: no candidate could be timed on every rank");
         if (st == VG_OK)
-            trace_round(dev, e, op, args, c, pol->hash, "untimed", -1, CODE_MEASURE, local_best,
+            trace_round(dev, e, op, args, c, c->key.policy, "untimed", -1, CODE_MEASURE, local_best,
                         0.0);
         return st;
     }
@@ -322,7 +323,7 @@ static vg_status measure_together(vg_device *dev, coord_entry *e, const char *op
     c->plan = best;
     c->why = "coordinated: measured on every rank";
     *winner_us = best_us;
-    trace_round(dev, e, op, args, c, pol->hash, "measured", -1, CODE_MEASURE, local_best,
+    trace_round(dev, e, op, args, c, c->key.policy, "measured", -1, CODE_MEASURE, local_best,
                 best_us);
     return VG_OK;
 }
@@ -357,7 +358,7 @@ static vg_status round_locked(vg_device *dev, coord_entry *e, const char *op,
     int code, began = 0;
     if (frozen)
         code = CODE_FROZEN;
-    else if (!pol->tune_small_shapes)
+    else if (!vg_policy_family(pol, args->w.family)->tune_small_shapes)
         code = CODE_TUNING_OFF;
     else if (vg_device_capturing(dev, args->stream))
         code = CODE_CAPTURING;
@@ -428,7 +429,7 @@ static vg_status round_locked(vg_device *dev, coord_entry *e, const char *op,
     st = group_code == CODE_TUNING_OFF ? rule_heuristic(dev, args, c, why)
                                        : rule_fallback(dev, args, c, why);
     if (st == VG_OK)
-        trace_round(dev, e, op, args, c, pol->hash, "refused", refused_by, group_code, NULL,
+        trace_round(dev, e, op, args, c, c->key.policy, "refused", refused_by, group_code, NULL,
                     0.0);
     return st;
 }

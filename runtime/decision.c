@@ -86,17 +86,18 @@ vg_status vg_dispatch_decide(vg_device *dev, const vg_policy *pol, const vg_gemm
 vg_status vg_dispatch_decide_in(vg_device *dev, vg_tuning *t, const vg_policy *pol,
                                 const vg_gemm_args *args, vg_choice *c)
 {
+    const vg_family_policy *fp = vg_policy_family(pol, args->w.family);
     c->tuning = t;
     c->plan = NULL;
     c->why = "";
     c->path = args->path;
     c->rows = vg_gemm_max_group_rows(args);
     if (c->path == VG_PATH_GROUPED &&
-        (!pol->grouped_bmm_decode || c->rows > GROUPED_DECODE_MAX_TOKENS))
+        (!fp->grouped_bmm_decode || c->rows > GROUPED_DECODE_MAX_TOKENS))
         c->path = VG_PATH_LOOP;
     c->within_limits = c->path == VG_PATH_DENSE ? c->rows <= VG_TUNE_MAX_DENSE_M
                                                 : c->rows <= VG_TUNE_MAX_GROUP_TOKENS;
-    c->key = (vg_cache_key){.policy = pol->hash, .family = args->w.family, .path = c->path,
+    c->key = (vg_cache_key){.policy = fp->hash, .family = args->w.family, .path = c->path,
                             .n = args->w.n, .k = args->w.k, .groups = args->w.groups,
                             .rows = c->rows};
 
@@ -121,7 +122,7 @@ vg_status vg_dispatch_decide_in(vg_device *dev, vg_tuning *t, const vg_policy *p
     if (atomic_load_explicit(&t->frozen, memory_order_acquire))
         return fallback(dev, args, c, "frozen: next larger measured shape",
                         "frozen: no measured shape at or above");
-    if (!pol->tune_small_shapes)
+    if (!fp->tune_small_shapes)
         return heuristic(dev, args, c, "tuning off");
     if (vg_device_capturing(dev, args->stream))
         return fallback(dev, args, c, "capturing", "capturing");
@@ -131,9 +132,12 @@ vg_status vg_dispatch_decide_in(vg_device *dev, vg_tuning *t, const vg_policy *p
 
 /* Step 8.  `args` has the rerouted path.  On return c->decision is MEASURE
  * with the winner, or the frozen fallback when a freeze won the race. */
-static vg_status measure(vg_device *dev, const vg_gemm_args *args, vg_choice *c,
-                         double *winner_us)
+static vg_status measure(vg_device *dev, const vg_policy *pol, const vg_gemm_args *args,
+                         vg_choice *c, double *winner_us)
 {
+    /* per_family.fp8.tiles_within_scale_block: only plans whose tiles stay
+     * inside one 128x128 scale block along N and K. */
+    int within_block = vg_policy_family(pol, args->w.family)->tiles_within_scale_block;
     vg_tuning *t = c->tuning;
     if (!vg_tuning_measure_begin(t))
         return fallback(dev, args, c, "frozen: next larger measured shape",
@@ -144,6 +148,9 @@ static vg_status measure(vg_device *dev, const vg_gemm_args *args, vg_choice *c,
     for (size_t i = 0; i < count; i++) {
         const vg_plan *p = dev->ops->plan_at(i);
         if (!vg_plan_applies(p, args->w.family, c->path, c->rows))
+            continue;
+        if (within_block && (p->tile_n <= 0 || p->tile_k <= 0 || 128 % p->tile_n != 0 ||
+                             128 % p->tile_k != 0))
             continue;
         double us = 0.0;
         /* A candidate that cannot run this shape is not a candidate. */
@@ -215,7 +222,7 @@ static vg_status gemm_in(vg_device *dev, vg_tuning *t, const vg_policy *pol, con
     if (pol->coordinated_tuning &&
         (st = vg_coord_decide(dev, op, pol, &a, &c, &us, &agreed)) != VG_OK)
         return st;
-    if (!agreed && c.decision == VG_DECISION_MEASURE && (st = measure(dev, &a, &c, &us)) != VG_OK)
+    if (!agreed && c.decision == VG_DECISION_MEASURE && (st = measure(dev, pol, &a, &c, &us)) != VG_OK)
         return st;
 
     if (vg_trace_on(&dev->trace)) {
@@ -225,14 +232,14 @@ static vg_status gemm_in(vg_device *dev, vg_tuning *t, const vg_policy *pol, con
                           "groups=%d policy=%016llx",
                           op, vg_family_name(a.w.family), vg_path_name(c.path), (int)a.m,
                           (int)a.w.n, (int)a.w.k, (int)a.w.groups,
-                          (unsigned long long)pol->hash);
-        vg_trace_decision(dev, op, &a, &c, pol->hash);
+                          (unsigned long long)c.key.policy);
+        vg_trace_decision(dev, op, &a, &c, c.key.policy);
     }
     if (info) {
         info->decision = c.decision;
         info->plan = c.plan;
         info->path = c.path;
-        info->policy_hash = pol->hash;
+        info->policy_hash = c.key.policy;
         info->measured_us = us;
         info->why = c.why;
         info->dispatch_us = now_us() - t0;

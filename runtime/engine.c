@@ -80,8 +80,9 @@ vg_status vg_engine_open(vg_device *dev, const vg_config *cfg, vg_engine **out)
 
     /* The LUT: expanded, folder prepared, imported (errors now, at start). */
     vg_lut_report lr;
-    st = vg_warmup_lut_begin(dev, &e->tuning, e->cfg, &e->pol.hash, 1, e->lut, sizeof e->lut,
-                             &lr);
+    uint64_t hashes[VG_FAMILY_COUNT];
+    size_t nh = vg_policy_hashes(&e->pol, hashes);
+    st = vg_warmup_lut_begin(dev, &e->tuning, e->cfg, hashes, nh, e->lut, sizeof e->lut, &lr);
     if (st != VG_OK) {
         vg_tuning_destroy(&e->tuning);
         vg_config_free(e->cfg);
@@ -162,7 +163,11 @@ vg_status vg_engine_warmup(vg_engine *e, const vg_layer *layers, int n, vg_warmu
     }
     r.shapes_measured = atomic_load(&e->tuning.measured_total) - before;
     if (st == VG_OK && e->lut[0] && r.shapes_measured > 0)
-        st = vg_lut_export_tuning(e->dev, &e->tuning, e->lut, e->pol.hash);
+    {
+        uint64_t hashes[VG_FAMILY_COUNT];
+        size_t nh = vg_policy_hashes(&e->pol, hashes);
+        st = vg_lut_export_policies(e->dev, &e->tuning, e->lut, hashes, nh);
+    }
     if (st == VG_OK && e->cfg->f.freeze_tuning_after_warmup)
         st = vg_tuning_freeze(&e->tuning);
     r.frozen = atomic_load(&e->tuning.frozen);

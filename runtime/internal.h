@@ -22,12 +22,29 @@
 /* ---- policy -------------------------------------------------------------- */
 
 /* The part of a kernel_config that the decision reads, plus its hash. */
+/* What one family reads of the policy (per_family options applied). */
+typedef struct vg_family_policy {
+    uint64_t hash;            /* this family's partition: the cache key, trace, LUT */
+    int grouped_bmm_decode;
+    int tune_small_shapes;
+    int tiles_within_scale_block;   /* fp8 only */
+} vg_family_policy;
+
 typedef struct vg_policy {
-    uint64_t hash;
+    uint64_t hash;            /* a family without per_family options (vg_config_policy_hash) */
     int grouped_bmm_decode;   /* grouped decode in one launch (else loop) */
     int tune_small_shapes;    /* measuring allowed at all */
     int coordinated_tuning;   /* ranks agree on one plan (issue 8) */
+    vg_family_policy fam[VG_FAMILY_COUNT];
 } vg_policy;
+
+/* The family's part of pol (the base fields for an out-of-range family). */
+static inline const vg_family_policy *vg_policy_family(const vg_policy *pol, vg_family f)
+{
+    return (unsigned)f < VG_FAMILY_COUNT ? &pol->fam[f] : &pol->fam[0];
+}
+/* The distinct family hashes of pol (at most VG_FAMILY_COUNT); returns the count. */
+size_t vg_policy_hashes(const vg_policy *pol, uint64_t *out);
 
 /* The partition used outside any vg_policy_enter(): default field values,
  * but its own hash (see POLICY.md), so work done outside an engine never
@@ -312,6 +329,9 @@ vg_status vg_lut_import_tuning(vg_device *dev, vg_tuning *t, const char *path,
                                vg_lut_report *report);
 vg_status vg_lut_export_tuning(vg_device *dev, vg_tuning *t, const char *path,
                                uint64_t policy_hash);
+/* The partitions of `policies` (NULL: all) of one tuning state. */
+vg_status vg_lut_export_policies(vg_device *dev, vg_tuning *t, const char *path,
+                                 const uint64_t *policies, size_t npolicies);
 /* warmup.c: expand, prepare and import cfg's gemm_lut_path (see there). */
 vg_status vg_warmup_lut_begin(vg_device *dev, vg_tuning *t, const vg_config *cfg,
                               const uint64_t *policies, size_t npolicies, char *path,

@@ -203,11 +203,20 @@ typedef struct row_list {
     lut_row *rows;
     size_t count, cap;
     int oom;
+    const uint64_t *want;     /* NULL = every partition visited */
+    size_t nwant;
 } row_list;
 
 static void collect(const vg_series *s, const vg_cache_item *it, void *user)
 {
     row_list *l = user;
+    if (l->want) {
+        size_t i = 0;
+        while (i < l->nwant && l->want[i] != s->policy)
+            i++;
+        if (i == l->nwant)
+            return;
+    }
     if (l->count == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
         lut_row *grown = realloc(l->rows, cap * sizeof *grown);
@@ -318,8 +327,15 @@ vg_status vg_lut_export(vg_device *dev, const char *path, uint64_t policy_hash)
 vg_status vg_lut_export_tuning(vg_device *dev, vg_tuning *tuning, const char *path,
                                uint64_t policy_hash)
 {
-    row_list list = {0};
-    vg_cache_visit(&tuning->cache, policy_hash, collect, &list);
+    return vg_lut_export_policies(dev, tuning, path, policy_hash ? &policy_hash : NULL,
+                                  policy_hash ? 1 : 0);
+}
+
+vg_status vg_lut_export_policies(vg_device *dev, vg_tuning *tuning, const char *path,
+                                 const uint64_t *policies, size_t npolicies)
+{
+    row_list list = {.want = policies, .nwant = npolicies};
+    vg_cache_visit(&tuning->cache, 0, collect, &list);
     if (list.oom) {
         free(list.rows);
         return vg_fail(VG_ERR_NO_MEMORY, "lut %s: out of memory", path);

@@ -26,6 +26,7 @@
  * A hash that comes out 0 is mapped to 1: 0 means "every partition" in the
  * LUT calls.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -59,14 +60,32 @@ uint64_t vg_fnv1a64(const void *data, size_t len, uint64_t h)
 
 static uint64_t nonzero(uint64_t h) { return h ? h : 1; }
 
-static uint64_t hash_fields(const vg_config_fields *f)
+/* The hash of family `fam` (-1: a family with no per_family option): the
+ * global fields the family reads, then "per_family.<fam>.<option>=<v>;" for
+ * every option set for it, in option order.  A family with none set hashes
+ * the string of policy v1 exactly, so configs without per_family keep
+ * their hashes. */
+static uint64_t hash_fields(const vg_config_fields *f, int fam)
 {
     uint64_t h = vg_fnv1a64(POLICY_PREFIX, strlen(POLICY_PREFIX), VG_FNV_OFFSET);
     for (size_t i = 0; i < sizeof policy_fields / sizeof policy_fields[0]; i++) {
+        if (fam >= 0 && !(policy_fields[i].families & VG_FAMILY_BIT(fam)))
+            continue;
         int v = *(const int *)((const char *)f + policy_fields[i].offset) ? 1 : 0;
         h = vg_fnv1a64(policy_fields[i].path, strlen(policy_fields[i].path), h);
         h = vg_fnv1a64(v ? "=1;" : "=0;", 3, h);
     }
+    if (fam >= 0)
+        for (int o = 0; o < VG_FOPT_COUNT; o++) {
+            int v = f->per_family[fam][o];
+            if (v < 0)
+                continue;
+            char buf[128];
+            int n = snprintf(buf, sizeof buf, "per_family.%s.%s=%d;",
+                             vg_family_name((vg_family)fam),
+                             vg_family_option_name((vg_family_option)o), v ? 1 : 0);
+            h = vg_fnv1a64(buf, (size_t)n, h);
+        }
     return nonzero(h);
 }
 
@@ -74,16 +93,49 @@ vg_status vg_config_policy_hash(const vg_config *cfg, uint64_t *hash)
 {
     if (!cfg || !hash)
         return vg_fail(VG_ERR_INVALID_ARG, "vg_config_policy_hash: NULL argument");
-    *hash = hash_fields(&cfg->f);
+    *hash = hash_fields(&cfg->f, -1);
     return VG_OK;
 }
 
+vg_status vg_config_family_policy_hash(const vg_config *cfg, vg_family family, uint64_t *hash)
+{
+    if (!cfg || !hash || (unsigned)family >= VG_FAMILY_COUNT)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_config_family_policy_hash: bad argument");
+    *hash = hash_fields(&cfg->f, (int)family);
+    return VG_OK;
+}
+
+size_t vg_policy_hashes(const vg_policy *pol, uint64_t *out)
+{
+    size_t n = 0;
+    for (int f = 0; f < VG_FAMILY_COUNT; f++) {
+        size_t j = 0;
+        while (j < n && out[j] != pol->fam[f].hash)
+            j++;
+        if (j == n)
+            out[n++] = pol->fam[f].hash;
+    }
+    return n;
+}
+
+static int pick(int override, int global) { return override >= 0 ? override : global; }
+
 void vg_policy_from_config(const vg_config *cfg, vg_policy *out)
 {
-    out->hash = hash_fields(&cfg->f);
-    out->grouped_bmm_decode = cfg->f.fp8_grouped_bmm_decode;
-    out->tune_small_shapes = cfg->f.fp8_tune_small_shapes;
-    out->coordinated_tuning = cfg->f.fp8_coordinated_tuning;
+    const vg_config_fields *f = &cfg->f;
+    out->hash = hash_fields(f, -1);
+    out->grouped_bmm_decode = f->fp8_grouped_bmm_decode;
+    out->tune_small_shapes = f->fp8_tune_small_shapes;
+    out->coordinated_tuning = f->fp8_coordinated_tuning;
+    for (int fam = 0; fam < VG_FAMILY_COUNT; fam++) {
+        vg_family_policy *p = &out->fam[fam];
+        p->hash = hash_fields(f, fam);
+        p->tune_small_shapes = pick(f->per_family[fam][VG_FOPT_TUNE_SMALL_SHAPES],
+                                    f->fp8_tune_small_shapes);
+        p->grouped_bmm_decode = pick(f->per_family[fam][VG_FOPT_GROUPED_BMM_DECODE],
+                                     f->fp8_grouped_bmm_decode);
+        p->tiles_within_scale_block = pick(f->per_family[fam][VG_FOPT_TILES_WITHIN_SCALE_BLOCK], 0);
+    }
 }
 
 /* ---- the per-thread stack ------------------------------------------------ */
@@ -110,6 +162,10 @@ static void default_init(void)
     default_policy.grouped_bmm_decode = 1;
     default_policy.tune_small_shapes = 1;
     default_policy.coordinated_tuning = 0;
+    for (int f = 0; f < VG_FAMILY_COUNT; f++)
+        default_policy.fam[f] = (vg_family_policy){.hash = default_policy.hash,
+                                                   .grouped_bmm_decode = 1,
+                                                   .tune_small_shapes = 1};
 }
 
 const vg_policy *vg_policy_default_partition(void)

@@ -230,11 +230,15 @@ vg_status vg_warmup(vg_device *dev, const vg_config *cfg, const vg_layer *layers
     if (!dev || !cfg || (n > 0 && !layers) || n < 0)
         return vg_fail(VG_ERR_INVALID_ARG, "vg_warmup: bad argument");
     vg_warmup_report r = {0};
-    uint64_t hash = 0;
-    vg_config_policy_hash(cfg, &hash);
+    /* The partitions of cfg: one hash per family (the same for families
+     * without per_family options). */
+    vg_policy pol;
+    vg_policy_from_config(cfg, &pol);
+    uint64_t hashes[VG_FAMILY_COUNT];
+    size_t nh = vg_policy_hashes(&pol, hashes);
     char lut[4200];
     vg_lut_report lr;
-    vg_status st = vg_warmup_lut_begin(dev, &dev->tuning, cfg, &hash, 1, lut, sizeof lut, &lr);
+    vg_status st = vg_warmup_lut_begin(dev, &dev->tuning, cfg, hashes, nh, lut, sizeof lut, &lr);
     if (st != VG_OK)
         return st;
 
@@ -245,7 +249,7 @@ vg_status vg_warmup(vg_device *dev, const vg_config *cfg, const vg_layer *layers
     vg_policy_leave();
     r.shapes_measured = atomic_load(&dev->tuning.measured_total) - before;
     if (st == VG_OK && lut[0] && r.shapes_measured > 0)
-        st = vg_lut_export(dev, lut, hash);
+        st = vg_lut_export_policies(dev, &dev->tuning, lut, hashes, nh);
     if (st == VG_OK && cfg->f.freeze_tuning_after_warmup)
         st = vg_device_freeze_tuning(dev);
     r.frozen = atomic_load(&dev->tuning.frozen);

@@ -116,7 +116,8 @@ static void unknown_keys(void **state)
 {
     (void)state;
     expect_error("{\"sm70_fp9\":{}}",
-                 "sm70_fp9: unknown key (expected one of: sm70_fp8, sm70_runtime, gemm_lut_path)");
+                 "sm70_fp9: unknown key (expected one of: sm70_fp8, sm70_runtime, gemm_lut_path, "
+                 "per_family)");
     expect_error("{\"sm70_fp8\":{\"nativ\":{}}}",
                  "sm70_fp8.nativ: unknown key (expected one of: native)");
     expect_error("{\"sm70_fp8\":{\"native\":{\"fp8_tune_big_shapes\":true}}}",

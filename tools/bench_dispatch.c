@@ -79,7 +79,7 @@ static void run_batches(run_ctx *r)
             const vg_policy *pol = vg_policy_current(r->dev);
             vg_dispatch_decide(r->dev, pol, r->args, &c);
             if (r->with_trace)
-                vg_trace_decision(r->dev, r->op, r->args, &c, pol->hash);
+                vg_trace_decision(r->dev, r->op, r->args, &c, c.key.policy);
         }
         r->samples[s] = (now_ns() - t0) / r->batch;
         r->bad += c.decision != r->want;

@@ -22,6 +22,18 @@ typedef struct vg_device vg_device;
 typedef struct vg_config vg_config;
 typedef struct vg_engine vg_engine;
 
+/* Per-family options (kernel_config "per_family": {"<family>": {...}}),
+ * in this order; runtime/POLICY.md has the table of the families that read
+ * each one.  Setting one for a family that does not read it is a config
+ * error; one set for a family salts that family's policy hash only. */
+typedef enum vg_family_option {
+    VG_FOPT_TUNE_SMALL_SHAPES = 0,      /* every family: overrides fp8_tune_small_shapes */
+    VG_FOPT_GROUPED_BMM_DECODE,         /* every family: overrides fp8_grouped_bmm_decode */
+    VG_FOPT_TILES_WITHIN_SCALE_BLOCK,   /* fp8 only: measure only plans whose tile N and K
+                                           divide the 128x128 scale block */
+    VG_FOPT_COUNT
+} vg_family_option;
+
 /* ---- kernel_config ------------------------------------------------------ */
 /* Parses the engine's kernel_config JSON.  On error returns VG_ERR_CONFIG and
  * vg_last_error() names the JSON path, e.g.
@@ -31,8 +43,15 @@ vg_status vg_config_load(const char *path, vg_config **out);
 /* All fields at their defaults. */
 vg_status vg_config_default(vg_config **out);
 vg_status vg_config_free(vg_config *cfg);
-/* The policy hash: over the fields that change kernel choice only. */
+/* The policy hash: over the fields that change kernel choice only.  This is
+ * the hash of a family with no per_family option set (the same for every
+ * such family); vg_config_family_policy_hash gives one family's, which is
+ * what partitions the cache, the trace's policy= and the LUT. */
 vg_status vg_config_policy_hash(const vg_config *cfg, uint64_t *hash);
+vg_status vg_config_family_policy_hash(const vg_config *cfg, vg_family family, uint64_t *hash);
+/* The families that read option o (a VG_FAMILY_BIT mask) and its JSON name. */
+uint32_t vg_family_option_families(vg_family_option o);
+const char *vg_family_option_name(vg_family_option o);
 /* Canonical JSON of every field (for records); *json is malloc'ed. */
 vg_status vg_config_to_json(const vg_config *cfg, char **json);
 
@@ -45,6 +64,7 @@ typedef struct vg_config_fields {
                                         placeholders {device}, {arch}, {rank} */
     int reuse_lut_across_builds;     /* default 0 (sm70_runtime.*, not hashed) */
     int share_measured_plans_across_engines; /* default 0 (sm70_runtime.*, not hashed) */
+    int per_family[VG_FAMILY_COUNT][VG_FOPT_COUNT]; /* -1 = not set (inherits) */
 } vg_config_fields;
 vg_status vg_config_get(const vg_config *cfg, vg_config_fields *out);
 
