@@ -18,6 +18,7 @@ BUILD ?= build
 CC ?= cc
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || command -v python3)
 VG_DEPS ?= all
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 DEPS_PREFIX ?=
 
 # ---- CUDA detection -------------------------------------------------------
@@ -127,7 +128,7 @@ deps:
 	@VG_DEPS=$(VG_DEPS) DEPS_PREFIX="$(DEPS_PREFIX)" PYTHON="$(PYTHON)" sh ci/deps.sh
 
 check: deps
-	@$(MAKE) --no-print-directory suites
+	@$(MAKE) --no-print-directory -j$(JOBS) suites
 	@$(PYTHON) suites/run.py --build $(BUILD) --python $(PYTHON)
 
 regress: deps
