@@ -4,7 +4,13 @@
  *
  *   voltgate replay --config FILE [--lut FILE] --layers SPEC --requests LIST
  *                   [--decode-steps N] [--chunk C] [--backend cpu|cuda]
- *                   [--json FILE]
+ *                   [--json FILE] [--engines N]
+ *
+ * --engines N (1..8) hosts N engines on the device (vg_engine_open with the
+ * same config, each its own measured set, freeze and LUT from the config's
+ * gemm_lut_path): each warms up, and request r is served by engine
+ * r mod N.  Without it the device-level calls (the implicit default engine)
+ * serve every request, as before.
  *
  * Each request is a prompt length, prefilled in chunks of C tokens (the last
  * chunk is len mod C when that is not 0), then N decode steps of one token.
@@ -35,7 +41,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: voltgate replay --config FILE [--lut FILE] --layers SPEC --requests LIST\n"
             "                       [--decode-steps N] [--chunk C] [--backend cpu|cuda]\n"
-            "                       [--json FILE]\n"
+            "                       [--json FILE] [--engines N]\n"
             "\n"
             "Warms up the layers inside the config's policy (vg_warmup: grouped decode 1..16\n"
             "tokens per group, dense M 1..64; freezes when freeze_tuning_after_warmup is on),\n"
@@ -49,6 +55,13 @@ static void usage(FILE *out)
             "                    (wo_a = fp8:grouped:1024:4096:8)\n"
             "  --requests LIST   comma list of prompt lengths\n"
             "  --json FILE       the result as JSON (tool \"replay\")\n"
+            "  --engines N       host N engines (1..8) on the device, each opened with the\n"
+            "                    config (own measured set, freeze, LUT: the config's\n"
+            "                    gemm_lut_path; --lut is refused with it), each warmed up;\n"
+            "                    request r is served by engine r mod N.  The per-request\n"
+            "                    lines and the JSON name the engine (engine0, ...; without\n"
+            "                    --engines: default); warmup_measured and serving_measured\n"
+            "                    are summed over the engines\n"
             "\n"
             "Prints one line per request (measured = shapes measured during it; dispatch_us =\n"
             "time spent deciding, measurements included, launches excluded) and ends with\n"
@@ -101,7 +114,10 @@ typedef struct request_result {
     long prompt;
     uint64_t measured;
     double dispatch_us;
+    char engine[16];          /* "default" or "engine<id>" */
 } request_result;
+
+#define MAX_ENGINES 8
 
 static const char *op_of(vg_path path)
 {
@@ -125,6 +141,22 @@ static vg_status step(vg_device *dev, vg_layer_buffers *bufs, int nlayers, int32
     return VG_OK;
 }
 
+/* Shapes measured so far: the device's default engine, or the sum over the
+ * engines (each engine measures only into its own set). */
+static uint64_t measured_now(vg_device *dev, vg_engine **engines, long n)
+{
+    vg_tuning_state ts;
+    uint64_t total = 0;
+    if (!n) {
+        vg_device_tuning_state(dev, &ts);
+        return ts.measured_total;
+    }
+    for (long e = 0; e < n; e++)
+        if (vg_engine_tuning_state(engines[e], &ts) == VG_OK)
+            total += ts.measured_total;
+    return total;
+}
+
 static int write_json(const char *path, uint64_t warm, uint64_t serving, int with_new,
                       const request_result *res, int nreq)
 {
@@ -141,7 +173,7 @@ static int write_json(const char *path, uint64_t warm, uint64_t serving, int wit
         cJSON_AddBoolToObject(r, "new_shape", res[i].measured > 0);
         cJSON_AddNumberToObject(r, "measured", (double)res[i].measured);
         cJSON_AddNumberToObject(r, "dispatch_us", res[i].dispatch_us);
-        cJSON_AddStringToObject(r, "engine", "default");
+        cJSON_AddStringToObject(r, "engine", res[i].engine);
         cJSON_AddItemToArray(arr, r);
     }
     char *text = cJSON_Print(root);
@@ -166,7 +198,7 @@ int cmd_replay(int argc, char **argv)
 {
     const char *config = NULL, *lut = NULL, *spec = NULL, *requests = NULL, *json = NULL;
     const char *backend = "cpu";
-    long decode_steps = 8, chunk = 1020;
+    long decode_steps = 8, chunk = 1020, nengines = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -191,6 +223,12 @@ int cmd_replay(int argc, char **argv)
                 fprintf(stderr, "voltgate replay: --decode-steps '%s': expected 0..1000000\n", v);
                 return VG_EXIT_USAGE;
             }
+        } else if (strcmp(a, "--engines") == 0) {
+            if (!parse_int(v, 1, MAX_ENGINES, &nengines)) {
+                fprintf(stderr, "voltgate replay: --engines '%s': expected 1..%d\n", v,
+                        MAX_ENGINES);
+                return VG_EXIT_USAGE;
+            }
         } else if (strcmp(a, "--chunk") == 0) {
             if (!parse_int(v, 1, 1 << 20, &chunk)) {
                 fprintf(stderr, "voltgate replay: --chunk '%s': expected 1..1048576\n", v);
@@ -204,6 +242,11 @@ int cmd_replay(int argc, char **argv)
     if (!config || !spec || !requests) {
         fprintf(stderr, "voltgate replay: --config, --layers and --requests are required "
                         "(try --help)\n");
+        return VG_EXIT_USAGE;
+    }
+    if (nengines && lut) {
+        fprintf(stderr, "voltgate replay: --lut cannot be used with --engines (each engine "
+                        "owns its LUT: set gemm_lut_path in the config, e.g. with {rank})\n");
         return VG_EXIT_USAGE;
     }
     if (strcmp(backend, "cpu") && strcmp(backend, "cuda")) {
@@ -249,6 +292,7 @@ int cmd_replay(int argc, char **argv)
     }
 
     int rc = VG_EXIT_FAIL;
+    vg_engine *engines[MAX_ENGINES] = {0};
     vg_config *cfg = NULL;
     vg_device *dev = NULL;
     vg_layer_buffers bufs[MAX_LAYERS];
@@ -280,14 +324,29 @@ int cmd_replay(int argc, char **argv)
                (unsigned long long)lr.skipped_policy, (unsigned long long)lr.skipped_plan);
     }
 
-    vg_warmup_report wr;
-    if ((st = vg_warmup(dev, cfg, layers, nlayers, &wr)) != VG_OK) {
-        fprintf(stderr, "voltgate replay: warm-up: %s\n", vg_last_error());
-        goto out;
+    vg_warmup_report wr = {0};
+    for (long e = 0; e < nengines; e++) {
+        vg_warmup_report er;
+        if ((st = vg_engine_open(dev, cfg, &engines[e])) != VG_OK ||
+            (st = vg_engine_warmup(engines[e], layers, nlayers, &er)) != VG_OK) {
+            fprintf(stderr, "voltgate replay: engine%ld: %s\n", e, vg_last_error());
+            goto out;
+        }
+        printf("warmup: engine=engine%ld policy=%016llx calls=%llu measured=%llu frozen=%d\n", e,
+               (unsigned long long)hash, (unsigned long long)er.calls,
+               (unsigned long long)er.shapes_measured, er.frozen);
+        wr.calls += er.calls;
+        wr.shapes_measured += er.shapes_measured;
     }
-    printf("warmup: policy=%016llx calls=%llu measured=%llu frozen=%d\n",
-           (unsigned long long)hash, (unsigned long long)wr.calls,
-           (unsigned long long)wr.shapes_measured, wr.frozen);
+    if (!nengines) {
+        if ((st = vg_warmup(dev, cfg, layers, nlayers, &wr)) != VG_OK) {
+            fprintf(stderr, "voltgate replay: warm-up: %s\n", vg_last_error());
+            goto out;
+        }
+        printf("warmup: policy=%016llx calls=%llu measured=%llu frozen=%d\n",
+               (unsigned long long)hash, (unsigned long long)wr.calls,
+               (unsigned long long)wr.shapes_measured, wr.frozen);
+    }
 
     int32_t rows = (int32_t)(longest < chunk ? longest : chunk);
     for (; nbufs < nlayers; nbufs++)
@@ -297,14 +356,17 @@ int cmd_replay(int argc, char **argv)
         }
 
     vg_tuning_state ts;
-    vg_device_tuning_state(dev, &ts);
-    uint64_t serving_start = ts.measured_total;
+    uint64_t serving_start = measured_now(dev, engines, nengines);
     int with_new = 0;
-    if ((st = vg_policy_enter(dev, cfg)) != VG_OK)
+    if (!nengines && (st = vg_policy_enter(dev, cfg)) != VG_OK)
         goto out;
     for (int r = 0; r < nreq && st == VG_OK; r++) {
-        vg_device_tuning_state(dev, &ts);
-        uint64_t before = ts.measured_total;
+        vg_engine *eng = nengines ? engines[r % nengines] : NULL;
+        snprintf(res[r].engine, sizeof res[r].engine, nengines ? "engine%d" : "default",
+                 (int)(nengines ? r % nengines : 0));
+        if (eng && (st = vg_engine_enter(eng)) != VG_OK)
+            break;
+        uint64_t before = measured_now(dev, engines, nengines);
         long left = res[r].prompt;
         int chunks = 0;
         while (left > 0 && st == VG_OK) {
@@ -317,24 +379,26 @@ int cmd_replay(int argc, char **argv)
             st = step(dev, bufs, nlayers, 1, &res[r].dispatch_us);
         if (st == VG_OK)
             st = vg_device_synchronize(dev, NULL);
-        vg_device_tuning_state(dev, &ts);
-        res[r].measured = ts.measured_total - before;
+        if (eng)
+            vg_engine_leave();
+        res[r].measured = measured_now(dev, engines, nengines) - before;
         with_new += res[r].measured > 0;
         if (st == VG_OK)
             printf("request %d: prompt=%ld chunks=%d last_chunk=%ld decode_steps=%ld "
-                   "measured=%llu new_shape=%s dispatch_us=%.1f\n",
+                   "measured=%llu new_shape=%s dispatch_us=%.1f engine=%s\n",
                    r + 1, res[r].prompt, chunks,
                    res[r].prompt % chunk ? res[r].prompt % chunk : chunk, decode_steps,
                    (unsigned long long)res[r].measured, res[r].measured ? "yes" : "no",
-                   res[r].dispatch_us);
+                   res[r].dispatch_us, res[r].engine);
     }
-    vg_policy_leave();
+    if (!nengines)
+        vg_policy_leave();
     if (st != VG_OK) {
         fprintf(stderr, "voltgate replay: serving: %s\n", vg_last_error());
         goto out;
     }
-    vg_device_tuning_state(dev, &ts);
-    uint64_t serving = ts.measured_total - serving_start;
+    (void)ts;
+    uint64_t serving = measured_now(dev, engines, nengines) - serving_start;
     if (lut && (st = vg_lut_export(dev, lut, hash)) != VG_OK) {
         fprintf(stderr, "voltgate replay: %s\n", vg_last_error());
         goto out;
@@ -349,6 +413,9 @@ int cmd_replay(int argc, char **argv)
 out:
     for (int i = 0; i < nbufs; i++)
         vg_layer_buffers_free(dev, &bufs[i]);
+    for (int e = 0; e < MAX_ENGINES; e++)
+        if (engines[e])
+            vg_engine_close(engines[e]);
     vg_device_close(dev);
     vg_config_free(cfg);
     free(res);
