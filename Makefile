@@ -157,7 +157,7 @@ coverage: deps
 	-$(PYTHON) suites/run.py --build $(BUILD)/cov
 	@mkdir -p $(BUILD)/reports/coverage
 	gcovr --root . --object-directory $(BUILD)/cov/obj --filter 'runtime/' --filter 'kernels/' \
-	  --exclude 'kernels/cuda/' --exclude 'kernels/cuda_absent.c' \
+	  --exclude 'kernels/cuda/' --exclude 'kernels/cuda_absent.c' --exclude 'kernels/cuda_bench_absent.c' \
 	  --html-details $(BUILD)/reports/coverage/index.html \
 	  --cobertura $(BUILD)/reports/coverage/coverage.xml \
 	  --print-summary --fail-under-line $(COVERAGE_MIN) \
