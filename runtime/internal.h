@@ -5,9 +5,9 @@
  * public API; tools/bench_dispatch.c and the runtime suites include it to
  * reach the decision alone and the test hooks.
  *
- * Ownership: a vg_device owns one vg_tuning today.  The tuning state is kept
- * in its own struct so that an engine (issue 10) can own one per engine
- * without changing the decision code, which only ever sees a vg_tuning.
+ * Ownership: a vg_device owns one vg_tuning (its implicit default engine)
+ * and every vg_engine (engine.c) owns another; the decision code only ever
+ * sees the vg_tuning of the call (vg_choice.tuning).
  */
 #ifndef VOLTGATE_RUNTIME_INTERNAL_H
 #define VOLTGATE_RUNTIME_INTERNAL_H
