@@ -67,6 +67,15 @@ ifeq ($(VG_WITH_CUDA),1)
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
 endif
 
+# The kernel build id stamped into LUT entries (runtime/lut.c): LUTs measured
+# by another commit's kernels are stale.  A stamp file rebuilds lut.o when
+# the id changes.
+VG_BUILD_ID ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+BUILD_ID_STAMP := $(BUILD)/build-id
+$(shell mkdir -p $(BUILD) && echo '$(VG_BUILD_ID)' | cmp -s - $(BUILD_ID_STAMP) || echo '$(VG_BUILD_ID)' > $(BUILD_ID_STAMP))
+$(BUILD)/obj/runtime/lut.o: $(BUILD_ID_STAMP)
+$(BUILD)/obj/runtime/lut.o: VG_CPPFLAGS += -DVG_BUILD_ID='"voltgate $(VG_BUILD_ID)"'
+
 # ---- Sources ----------------------------------------------------------------
 LIB_C_SRCS := $(wildcard kernels/*.c kernels/cpu/*.c runtime/*.c golden/*.c)
 ifeq ($(VG_WITH_CUDA),1)
