@@ -114,7 +114,7 @@ typedef struct request_result {
     long prompt;
     uint64_t measured;
     double dispatch_us;
-    char engine[16];          /* "default" or "engine<id>" */
+    char engine[24];          /* "default" or "engine<id>" */
 } request_result;
 
 #define MAX_ENGINES 8
