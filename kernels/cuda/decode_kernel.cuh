@@ -1,43 +1,59 @@
 /*
- * The decode mainloop (M <= 16 rows per block): weight-bandwidth bound, so W
- * streams straight from global memory into registers -- no shared-memory
- * stage, no block barrier in the loop -- with U chunks of W in flight per
- * thread, dequantized in registers (the same dequantizer policies and the
- * same permuted-K m16n8k16 fragment layout as gemm_kernel.cuh).
+ * The decode mainloop (M <= 16 rows of X per block): weight-bandwidth bound,
+ * so the work per byte of W is what decides its speed.
  *
- * Block: 8*MH rows of X (one M tile of one group; MH = 1 for up to 8 rows
- * halves the registers that hold X), BN = NI*8 weight rows, the K
- * range of its split; WK warps.  K is cut in 64-long chunks; warp wk takes
- * the chunk pairs wk, wk+WK, ... (a pair is 128 contiguous bytes of each fp8
- * row; the block's warps read neighbouring pieces of the same rows at the
- * same time).  In a chunk, thread (lane/4 =
- * row, lane%4 = q) of n8 tile j loads the 16 elements q*16.. of weight row
- * n0 + 8j + lane/4 (one 16-byte load for fp8) and its X fragment (rows
- * lane/4 and lane/4+8, the same 16 K), U chunks ahead of use; block scales are
- * applied per chunk in FP32 (a chunk lies in one 128-long scale block).
- * At the end the WK partial sums are added in fixed order through shared
- * memory; the epilogue is the one of gemm_kernel.cuh (Y, or split-K
- * partials for vg_splitk_reduce_kernel).
+ * The weight is the MMA's A operand: one m16n8k16 multiplies 16 weight rows
+ * by 8 tokens, so the dequantized weight fills the whole fragment (no zero
+ * padding at M <= 8) and one decode serves up to two token tiles (MT = 2).
+ * X is the B operand.
+ *
+ * Block: WK warps, all on the same NI*16 weight rows; warp wk takes every
+ * WK-th 128-long K step of the split's range (a step is one scale block for
+ * every family).  Each warp runs its own pipeline, U steps deep, with no
+ * block barrier: for step i it loads W straight from global memory into
+ * registers and copies the step's X (rows x 128) by cp.async into slot i%U
+ * of its own shared-memory ring, U steps ahead of use.  X passes through L1
+ * (.ca), so blocks of one SM working on one group read it from L2 once.
+ *
+ * In a step, thread (g = lane/4, q = lane%4) holds rows g and g+8 of each
+ * 16-row tile and, in each half h of the step, their 16 elements
+ * 64h + 16q .. +16 (16 bytes of fp8, 8 of a 4-bit family, 32 of fp16): MMA s
+ * of half h takes elements 16q + 4s + {0,1} as MMA K 2q, 2q+1 and
+ * 16q + 4s + {2,3} as 2q+8, 2q+9, and the X fragment read from shared
+ * memory uses the same order, so the dot products are unchanged (only their
+ * order).  The C fragment is (weight row, token): c0, c1 are row g, tokens
+ * 2q, 2q+1; c2, c3 row g+8.  Token columns past the block's rows read a
+ * valid row of X and are never stored (an MMA output column depends on its
+ * own B column only).
+ *
+ * The WK partial sums are added in fixed order through shared memory, and
+ * split-K partials go to the workspace for vg_splitk_reduce_kernel, so the
+ * result does not depend on timing.
  */
 #ifndef VG_CUDA_DECODE_KERNEL_CUH
 #define VG_CUDA_DECODE_KERNEL_CUH
 
 #include "gemm_kernel.cuh"
 
-template <class Deq, int NI, int WK, int MH, int UU>
+template <class Deq, int NI, int WK, int MT, int UU>
 struct DecodeCfg {
     static constexpr int kThreads = WK * 32;
-    static constexpr int BN = NI * 8;
-    static constexpr int kBytes = 16 * Deq::kBits / 8; /* raw bytes of 16 elements */
-    static constexpr int kWords = kBytes / 4;
-    /* Chunks in flight per thread: UU (the plan's), halved for FP16 whose
-     * chunks take twice the registers. */
-    static constexpr int U = kBytes > 16 ? (UU / 2 > 1 ? UU / 2 : 1) : UU;
-    static constexpr int kSmem = WK > 1 ? (WK - 1) * 16 * BN * 4 : 16;
+    static constexpr int BN = 16 * NI; /* weight rows per block (and per warp) */
+    static constexpr int BM = 8 * MT;  /* tokens per block */
+    static constexpr int kStepK = 128;
+    static constexpr int kWords = 16 * Deq::kBits / 32; /* one row's 16 elements */
+    /* Steps in flight per warp; fp16's steps are twice fp8's bytes (and
+     * registers), so it keeps half as many. */
+    static constexpr int U = Deq::kBits == 16 ? (UU / 2 > 1 ? UU / 2 : 1) : UU;
+    static constexpr int kXStride = kStepK + 8; /* halves; 272 bytes: a fragment read hits 8 distinct banks */
+    static constexpr int kXSlot = BM * kXStride; /* one step's X, halves */
+    static constexpr int kXSmem = WK * U * kXSlot * 2;
+    static constexpr int kRedSmem = (WK - 1) * BM * BN * 4;
+    static constexpr int kSmem = kXSmem + kRedSmem;
 };
 
-/* kWords 32-bit words from global memory at p (16-byte aligned for 4 and 8
- * words, 8-byte for 2), through the read-only path. */
+/* kWords 32-bit words from global memory at p through the read-only path
+ * (16-byte aligned for 4 and 8 words, 8-byte for 2). */
 template <int W>
 static __device__ __forceinline__ void ldg_words(const uint8_t *p, uint32_t out[W])
 {
@@ -57,11 +73,11 @@ static __device__ __forceinline__ void ldg_words(const uint8_t *p, uint32_t out[
     }
 }
 
-template <class Deq, int NI, int WK, int MH, int UU>
+template <class Deq, int NI, int WK, int MT, int UU>
 __global__ void __launch_bounds__(WK * 32) vg_decode_kernel(const KParams p)
 {
-    using C = DecodeCfg<Deq, NI, WK, MH, UU>;
-    constexpr int BN = C::BN, U = C::U, KW = C::kWords, BM = 8 * MH;
+    using C = DecodeCfg<Deq, NI, WK, MT, UU>;
+    constexpr int U = C::U, KW = C::kWords, BM = C::BM, XS = C::kXStride;
     extern __shared__ __align__(16) uint8_t smem[];
 
     int g = 0, row0, rows;
@@ -76,192 +92,185 @@ __global__ void __launch_bounds__(WK * 32) vg_decode_kernel(const KParams p)
         rows = min(BM, p.m - row0);
     }
     if (rows <= 0)
-        return;
+        return; /* block-uniform: no barrier is left waiting */
 
     const int N = p.w.n, K = p.w.k;
-    const int n0 = blockIdx.x * BN;
+    const int wk = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int lg = lane >> 2, lq = lane & 3;
+    const int n0 = blockIdx.x * C::BN;
     const int kbeg = blockIdx.z * p.k_per_split;
     const int kend = min(K, kbeg + p.k_per_split);
-    const int nch = kend > kbeg ? (kend - kbeg + 63) / 64 : 0;
-    const int wk = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int lr = lane >> 2, lq = lane & 3;
-    /* Warp wk takes chunk pairs wk, wk+WK, ...: its two loads of a pair
-     * cover 128 contiguous bytes of each fp8 weight row. */
-    const int npairs = (nch + 1) / 2;
-    const int niter = npairs > wk ? 2 * ((npairs - wk + WK - 1) / WK) : 0;
-    const uint8_t *wq = p.w.q + (size_t)g * p.w.q_group_bytes;
+    const int nsteps = kend > kbeg ? (kend - kbeg + C::kStepK - 1) / C::kStepK : 0;
+    const int niter = nsteps > wk ? (nsteps - wk + WK - 1) / WK : 0;
+    uint16_t *xring = reinterpret_cast<uint16_t *>(smem) + wk * U * C::kXSlot;
+
+    /* Rows past N read row N-1 (valid memory); their results are dropped. */
     const size_t wrow = p.w.q_row_bytes;
-
-    /* Chunk index of the warp's i-th chunk (may be >= nch for the odd
-     * last one: then it loads nothing), and the K of this thread's 16
-     * elements in it. */
-    auto chof = [&](int i) { return (((i >> 1) * WK + wk) << 1) + (i & 1); };
-    auto kof = [&](int i) { return kbeg + chof(i) * 64 + lq * 16; };
-
-    /* Interior blocks (all BN rows exist, vector loads allowed) take a
-     * fast path with the row addresses computed once. */
-    const bool wfast = p.w_vec_ok && n0 + BN <= N;
-    const uint8_t *wbase[NI];
+    const uint8_t *wq = p.w.q + (size_t)g * p.w.q_group_bytes;
+    int nr[NI][2];
+    const uint8_t *wbase[NI][2];
 #pragma unroll
     for (int j = 0; j < NI; j++)
-        wbase[j] = wq + (size_t)min(n0 + j * 8 + lr, N - 1) * wrow;
-    const uint16_t *xbase[MH];
 #pragma unroll
-    for (int h = 0; h < MH; h++)
-        xbase[h] = p.x + (size_t)(row0 + min(lr + 8 * h, rows - 1)) * K;
+        for (int r = 0; r < 2; r++) {
+            nr[j][r] = min(n0 + 16 * j + lg + 8 * r, N - 1);
+            wbase[j][r] = wq + (size_t)nr[j][r] * wrow + (size_t)lq * 16 * Deq::kBits / 8;
+        }
+    const uint16_t *xg = p.x + (size_t)row0 * K;
 
-    auto load_w = [&](int i, uint32_t (&buf)[NI][KW]) {
-        const int k = kof(i);
-        const bool live = chof(i) < nch;
-        const size_t off = (size_t)k * Deq::kBits / 8;
-        if (wfast && live && off + C::kBytes <= wrow) {
+    auto step_k0 = [&](int i) { return kbeg + (i * WK + wk) * C::kStepK; };
+
+    /* Step i: W and its scales into registers, X into ring slot i % U. */
+    auto load_step = [&](int i, uint32_t (&buf)[NI][2][2][KW], StepScales (&sc)[NI]) {
+        const int k0 = step_k0(i);
+#pragma unroll
+        for (int j = 0; j < NI; j++)
+            Deq::load_step(p.w, g, nr[j][0], nr[j][1], k0, lq, sc[j]);
+        uint16_t *slot = xring + (i % U) * C::kXSlot;
+        if (p.x_vec_ok && k0 + C::kStepK <= kend) {
+            for (int c = lane; c < rows * 16; c += 32)
+                cp_async16_l1(slot + (c >> 4) * XS + (c & 15) * 8, xg + (size_t)(c >> 4) * K + k0 + (c & 15) * 8);
+        } else {
+            /* The K tail (or unaligned X): zero past the range. */
+            for (int c = lane; c < rows * C::kStepK; c += 32) {
+                const int r = c / C::kStepK, k = k0 + c % C::kStepK;
+                slot[r * XS + c % C::kStepK] = k < kend ? xg[(size_t)r * K + k] : (uint16_t)0;
+            }
+        }
+        if (p.w_vec_ok && k0 + C::kStepK <= K) {
 #pragma unroll
             for (int j = 0; j < NI; j++)
-                ldg_words<KW>(wbase[j] + off, buf[j]);
+#pragma unroll
+                for (int r = 0; r < 2; r++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+                        ldg_words<KW>(wbase[j][r] + (size_t)(k0 + 64 * h) * Deq::kBits / 8, buf[j][r][h]);
             return;
         }
+        /* The K tail (or unaligned rows): bytes past the row read as zero,
+         * never as a NaN code. */
 #pragma unroll
-        for (int j = 0; j < NI; j++) {
-            const int n = live ? n0 + j * 8 + lr : N;
-            if (n < N && off + C::kBytes <= wrow && p.w_vec_ok) {
-                ldg_words<KW>(wq + (size_t)n * wrow + off, buf[j]);
-            } else {
+        for (int j = 0; j < NI; j++)
 #pragma unroll
-                for (int e = 0; e < KW; e++)
-                    buf[j][e] = 0;
-                if (n < N)
-                    for (int b = 0; b < C::kBytes && off + b < wrow; b++)
-                        buf[j][b >> 2] |= (uint32_t)wq[(size_t)n * wrow + off + b] << (8 * (b & 3));
-            }
-        }
-    };
-    auto load_x = [&](int i, uint32_t (&xr)[MH][8]) {
-        const int k = kof(i);
-        const int lrows = chof(i) < nch ? rows : 0;
-        if (p.x_vec_ok && lrows > 0 && k + 16 <= K) {
+            for (int r = 0; r < 2; r++)
 #pragma unroll
-            for (int h = 0; h < MH; h++) {
-                if (lr + 8 * h < rows) {
-                    ldg_words<8>(reinterpret_cast<const uint8_t *>(xbase[h] + k), xr[h]);
-                } else {
+                for (int h = 0; h < 2; h++) {
+                    const size_t off = (size_t)(k0 + 64 * h + 16 * lq) * Deq::kBits / 8;
+                    const uint8_t *src = wq + (size_t)nr[j][r] * wrow;
 #pragma unroll
-                    for (int e = 0; e < 8; e++)
-                        xr[h][e] = 0;
+                    for (int e = 0; e < KW; e++)
+                        buf[j][r][h][e] = 0;
+                    for (int b = 0; b < 4 * KW && off + b < wrow; b++)
+                        buf[j][r][h][b >> 2] |= (uint32_t)__ldg(src + off + b) << (8 * (b & 3));
                 }
-            }
-            return;
-        }
-#pragma unroll
-        for (int h = 0; h < MH; h++) {
-            const int r = lr + 8 * h;
-            const uint16_t *src = p.x + (size_t)(row0 + r) * K + k;
-            if (r < lrows && k + 16 <= K && p.x_vec_ok) {
-                ldg_words<8>(reinterpret_cast<const uint8_t *>(src), xr[h]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    xr[h][e] = 0;
-                if (r < lrows)
-                    for (int e = 0; e < 16 && k + e < K; e++)
-                        xr[h][e >> 1] |= (uint32_t)src[e] << (16 * (e & 1));
-            }
-        }
-    };
-    /* Scales of chunk i: the pre-scale per tile, the post-scale per tile
-     * and output column pair. */
-    auto load_aux = [&](int i, uint32_t (&pre)[NI], float (&post)[NI][2]) {
-        const int k = min(kof(i), K - 1);
-#pragma unroll
-        for (int j = 0; j < NI; j++) {
-            if constexpr (Deq::kPreScale)
-                pre[j] = Deq::prescale(p.w, g, min(n0 + j * 8 + lr, N - 1), min(k, K - 1));
-            else
-                pre[j] = 0;
-            if constexpr (Deq::kPostScale && Deq::kPostPerBlock) {
-                /* BN divides 128 and n0 is a multiple of BN: one block row */
-                if (j == 0) {
-                    const int kb = min(kbeg + chof(i) * 64, K - 1) / Deq::kScaleK;
-                    post[0][0] = Deq::postscale(p.w, g, n0, kb);
-                }
-                post[j][0] = post[j][1] = post[0][0];
-            } else if constexpr (Deq::kPostScale) {
-                const int kb = min(kbeg + chof(i) * 64, K - 1) / Deq::kScaleK;
-                const int nc = n0 + j * 8 + 2 * lq;
-                post[j][0] = Deq::postscale(p.w, g, min(nc, N - 1), kb);
-                post[j][1] = Deq::postscale(p.w, g, min(nc + 1, N - 1), kb);
-            } else {
-                post[j][0] = post[j][1] = 1.0f;
-            }
-        }
     };
 
-    float acc[NI][4];
+    float acc[NI][MT][4];
 #pragma unroll
     for (int j = 0; j < NI; j++)
 #pragma unroll
-        for (int e = 0; e < 4; e++)
-            acc[j][e] = 0.0f;
-
-    /* A ring of U chunks in flight: W, X and the scales of each, so that
-     * no load's latency is exposed for U chunk steps. */
-    uint32_t wbuf[U][NI][KW], xbuf[U][MH][8], prebuf[U][NI];
-    float postbuf[U][NI][2];
+        for (int m = 0; m < MT; m++)
 #pragma unroll
-    for (int u = 0; u < U; u++)
-        if (u < niter) {
-            load_w(u, wbuf[u]);
-            load_x(u, xbuf[u]);
-            load_aux(u, prebuf[u], postbuf[u]);
-        }
+            for (int e = 0; e < 4; e++)
+                acc[j][m][e] = 0.0f;
+
+    /* One cp.async group per step, committed even when empty, so that
+     * "all but the newest U-1 groups" is always step i's. */
+    uint32_t wbuf[U][NI][2][2][KW];
+    StepScales sc[U][NI];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        if (u < niter)
+            load_step(u, wbuf[u], sc[u]);
+        cp_async_commit();
+    }
+
+    /* The X rows a thread reads: token lg (+8), clamped into the block's rows. */
+    int xrow[MT];
+#pragma unroll
+    for (int m = 0; m < MT; m++)
+        xrow[m] = min(8 * m + lg, rows - 1) * XS + 16 * lq;
 
     for (int i0 = 0; i0 < niter; i0 += U) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int i = i0 + u;
-            if (i < niter) {
+            if (i >= niter)
+                break;
+            cp_async_wait<U - 1>();
+            __syncwarp();
+            const uint16_t *slot = xring + u * C::kXSlot;
+            float t[NI][MT][4];
+#pragma unroll
+            for (int j = 0; j < NI; j++)
+#pragma unroll
+                for (int m = 0; m < MT; m++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        t[j][m][e] = 0.0f;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                uint32_t b[MT][8];
+#pragma unroll
+                for (int m = 0; m < MT; m++) {
+                    const uint4 *xp = reinterpret_cast<const uint4 *>(slot + xrow[m] + 64 * h);
+                    const uint4 v0 = xp[0], v1 = xp[1];
+                    b[m][0] = v0.x, b[m][1] = v0.y, b[m][2] = v0.z, b[m][3] = v0.w;
+                    b[m][4] = v1.x, b[m][5] = v1.y, b[m][6] = v1.z, b[m][7] = v1.w;
+                }
 #pragma unroll
                 for (int j = 0; j < NI; j++) {
-                    uint32_t b[8];
-                    Deq::decode_words(wbuf[u][j], prebuf[u][j], b);
-                    float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-                    float *c = Deq::kPostScale ? t : acc[j];
+                    uint32_t a0[8], a1[8];
+                    Deq::decode_words(wbuf[u][j][0][h], sc[u][j].pre[0][h], a0);
+                    Deq::decode_words(wbuf[u][j][1][h], sc[u][j].pre[1][h], a1);
 #pragma unroll
-                    for (int s = 0; s < 4; s++) {
-                        const uint32_t a[4] = {xbuf[u][0][2 * s], MH > 1 ? xbuf[u][MH - 1][2 * s] : 0u,
-                                               xbuf[u][0][2 * s + 1],
-                                               MH > 1 ? xbuf[u][MH - 1][2 * s + 1] : 0u};
-                        mma16816(c, a, b[2 * s], b[2 * s + 1]);
+                    for (int m = 0; m < MT; m++) {
+                        float *c = Deq::kPostScale ? t[j][m] : acc[j][m];
+#pragma unroll
+                        for (int s = 0; s < 4; s++) {
+                            const uint32_t a[4] = {a0[2 * s], a1[2 * s], a0[2 * s + 1], a1[2 * s + 1]};
+                            mma16816(c, a, b[m][2 * s], b[m][2 * s + 1]);
+                        }
                     }
-                    if constexpr (Deq::kPostScale) {
-                        acc[j][0] += postbuf[u][j][0] * t[0];
-                        acc[j][1] += postbuf[u][j][1] * t[1];
-                        acc[j][2] += postbuf[u][j][0] * t[2];
-                        acc[j][3] += postbuf[u][j][1] * t[3];
-                    }
-                }
-                if (i + U < niter) {
-                    load_w(i + U, wbuf[u]);
-                    load_x(i + U, xbuf[u]);
-                    load_aux(i + U, prebuf[u], postbuf[u]);
                 }
             }
+            if constexpr (Deq::kPostScale) {
+#pragma unroll
+                for (int j = 0; j < NI; j++)
+#pragma unroll
+                    for (int m = 0; m < MT; m++) {
+                        acc[j][m][0] += sc[u][j].post[0] * t[j][m][0];
+                        acc[j][m][1] += sc[u][j].post[0] * t[j][m][1];
+                        acc[j][m][2] += sc[u][j].post[1] * t[j][m][2];
+                        acc[j][m][3] += sc[u][j].post[1] * t[j][m][3];
+                    }
+            }
+            __syncwarp(); /* every lane is done with the slot before it is refilled */
+            if (i + U < niter)
+                load_step(i + U, wbuf[u], sc[u]);
+            cp_async_commit();
         }
     }
+    cp_async_wait<0>();
 
-    /* The WK partial sums, added in fixed order into warp 0. */
+    /* Token and weight row of fragment element e. */
+    auto tok = [&](int m, int e) { return 8 * m + 2 * lq + (e & 1); };
+    auto wrow_of = [&](int j, int e) { return 16 * j + lg + 8 * (e >> 1); };
+
+    /* The WK partial sums, added in fixed order into warp wk = 0. */
     if constexpr (WK > 1) {
-        float *red = reinterpret_cast<float *>(smem);
-        auto slot = [&](int w, int j, int e) -> float & {
-            const int row = lr + 8 * (e >> 1);
-            const int col = j * 8 + 2 * lq + (e & 1);
-            return red[((w - 1) * 16 + row) * BN + col];
+        float *red = reinterpret_cast<float *>(smem + C::kXSmem);
+        auto slot = [&](int w, int j, int m, int e) -> float & {
+            return red[((w - 1) * BM + tok(m, e)) * C::BN + wrow_of(j, e)];
         };
         if (wk > 0)
 #pragma unroll
             for (int j = 0; j < NI; j++)
 #pragma unroll
-                for (int e = 0; e < 4; e++)
-                    slot(wk, j, e) = acc[j][e];
+                for (int m = 0; m < MT; m++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        slot(wk, j, m, e) = acc[j][m][e];
         __syncthreads();
         if (wk != 0)
             return;
@@ -269,8 +278,10 @@ __global__ void __launch_bounds__(WK * 32) vg_decode_kernel(const KParams p)
 #pragma unroll
             for (int j = 0; j < NI; j++)
 #pragma unroll
-                for (int e = 0; e < 4; e++)
-                    acc[j][e] += slot(w, j, e);
+                for (int m = 0; m < MT; m++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        acc[j][m][e] += slot(w, j, m, e);
     }
 
     const float es = Deq::epilogue(p.w);
@@ -278,20 +289,21 @@ __global__ void __launch_bounds__(WK * 32) vg_decode_kernel(const KParams p)
 #pragma unroll
     for (int j = 0; j < NI; j++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const int r = lr + 8 * (e >> 1);
-            const int col = n0 + j * 8 + 2 * lq + (e & 1);
-            if (r >= rows || col >= N)
-                continue;
-            const size_t idx = (size_t)(row0 + r) * N + col;
-            const float v = acc[j][e] * es;
-            if (split)
-                p.ws[(size_t)blockIdx.z * p.m * N + idx] = v;
-            else if (p.y_f16)
-                reinterpret_cast<__half *>(p.y)[idx] = __float2half_rn(v);
-            else
-                reinterpret_cast<float *>(p.y)[idx] = v;
-        }
+        for (int m = 0; m < MT; m++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = tok(m, e), col = n0 + wrow_of(j, e);
+                if (r >= rows || col >= N)
+                    continue;
+                const size_t idx = (size_t)(row0 + r) * N + col;
+                const float v = acc[j][m][e] * es;
+                if (split)
+                    p.ws[(size_t)blockIdx.z * p.m * N + idx] = v;
+                else if (p.y_f16)
+                    reinterpret_cast<__half *>(p.y)[idx] = __float2half_rn(v);
+                else
+                    reinterpret_cast<float *>(p.y)[idx] = v;
+            }
 }
 
 #endif

@@ -22,6 +22,15 @@
  *                  accumulator: the block scale stays in FP32, exact.
  *   epilogue(w)    one factor applied to the output (nvfp4's tensor scale).
  *
+ * The decode kernel (decode_kernel.cuh) reads scales per 128-long K step
+ * instead, ahead of use, for the two weight rows a thread holds:
+ *   load_step(w, g, n0, n1, k0, q, s)
+ *                  fills s.pre[r][h] (the pre-scale of row r's 16 elements in
+ *                  half h of the step: K k0 + 64h + 16q ..) and, where
+ *                  kPostScale, s.post[r] (the post-scale of row r over the
+ *                  step, which lies in one kScaleK block).  n0, n1 are valid
+ *                  rows, k0 < K a multiple of 128.
+ *
  * fp8 (the first family): E4M3 to FP16 by bits alone -- the seven magnitude
  * bits shifted right by one land on FP16's exponent and mantissa and give
  * the value times 2^-8 exactly (subnormals included, the biases differ by 8;
@@ -51,6 +60,12 @@ struct KWeight {
     size_t q_row_bytes;       /* bytes of one weight row */
 };
 
+/* The scales of one 128-long K step for a thread's two weight rows. */
+struct StepScales {
+    uint32_t pre[2][2]; /* [row][half]: decode_words' s */
+    float post[2];      /* [row] */
+};
+
 /* ---- FP16 ------------------------------------------------------------------ */
 struct DeqFP16 {
     static constexpr int kBits = 16;
@@ -59,6 +74,9 @@ struct DeqFP16 {
     static constexpr bool kPostPerBlock = false;
     static constexpr int kScaleK = 128;
     static __device__ __forceinline__ uint32_t prescale(const KWeight &, int, int, int) { return 0; }
+    static __device__ __forceinline__ void load_step(const KWeight &, int, int, int, int, int, StepScales &)
+    {
+    }
     static __device__ __forceinline__ void decode_words(const uint32_t w[8], uint32_t, uint32_t out[8])
     {
 #pragma unroll
@@ -110,6 +128,12 @@ struct DeqFP8 {
     static constexpr bool kPostPerBlock = true; /* one scale for 128 rows */
     static constexpr int kScaleK = VG_FP8_BLOCK;
     static __device__ __forceinline__ uint32_t prescale(const KWeight &, int, int, int) { return 0; }
+    /* A warp's 16 rows lie in one 128-row scale block: one scale per step. */
+    static __device__ __forceinline__ void load_step(const KWeight &w, int g, int n0, int, int k0, int,
+                                                     StepScales &s)
+    {
+        s.post[0] = s.post[1] = postscale(w, g, n0, k0 / VG_FP8_BLOCK);
+    }
     static __device__ __forceinline__ void decode16(const uint8_t *p, uint32_t s, uint32_t out[8])
     {
         const uint4 v = *reinterpret_cast<const uint4 *>(p);
@@ -137,29 +161,77 @@ struct DeqFP8 {
     static __device__ __forceinline__ float epilogue(const KWeight &) { return 1.0f; }
 };
 
-/* ---- NVFP4 (E2M1, E4M3 scale per 16, FP32 tensor scale) ----------------------
- * e2m1 * e4m3 has at most 2 + 4 significant bits and lies in [2^-10, 2688]:
- * exact in FP16, so the per-16 scale is applied before the MMA and only the
- * tensor scale after it. */
-static __device__ __forceinline__ uint32_t e2m1_to_f16_bits(uint32_t nib)
+/* ---- the 4-bit element decoders, shared by NVFP4, MXFP4 (E2M1) and AWQ ------ */
+
+/* Byte b = two E2M1 codes (low nibble first) to an FP16x2 of their values
+ * times 2^-14: the three magnitude bits land on FP16's two low exponent bits
+ * and top mantissa bit (E2M1's subnormal 0.5 becomes FP16's subnormal
+ * 2^-15, exact), the sign on bit 15.  Two multiplies place both nibbles at
+ * once: b * 0x200200 = b<<9 | b<<21 (magnitudes), b * 0x1001000 = b<<12 |
+ * b<<24 (signs); the fields do not overlap. */
+static __device__ __forceinline__ uint32_t e2m1x2_to_f16x2_scaled(uint32_t b)
 {
-    return vg_e2m1_to_fp16((uint8_t)nib);
+    return ((b * 0x00200200u) & 0x0E000E00u) | ((b * 0x01001000u) & 0x80008000u);
 }
 
+/* Sixteen E2M1 codes (two words) times the FP16x2 pre-scale s, which
+ * carries the 2^14 the decode leaves out (the products are exact: see the
+ * families' prescale). */
+static __device__ __forceinline__ void e2m1x16_decode(const uint32_t w[2], uint32_t s, uint32_t out[8])
+{
+    const __half2 sc = *reinterpret_cast<const __half2 *>(&s);
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            uint32_t pair = e2m1x2_to_f16x2_scaled((w[i] >> (8 * j)) & 0xFFu);
+            __half2 h = __hmul2(*reinterpret_cast<__half2 *>(&pair), sc);
+            out[4 * i + j] = *reinterpret_cast<uint32_t *>(&h);
+        }
+}
+
+/* FP16x2 bits of 2^e in both halves, e <= 15; 0 below FP16's subnormals. */
+static __device__ __forceinline__ uint32_t f16x2_pow2(int e)
+{
+    uint32_t b = e >= -14 ? (uint32_t)(e + 15) << 10 : e >= -24 ? 1u << (e + 24) : 0u;
+    return b | (b << 16);
+}
+
+/* ---- NVFP4 (E2M1, E4M3 scale per 16, FP32 tensor scale) ----------------------
+ * The pre-scale is the E4M3 scale s times 2^6 in FP16 (at most 448 * 64):
+ * with the decode's 2^-14 the FP16 product is v * s * 2^-8, whose lowest
+ * bit (>= 2^-18) and size (<= 10.5) fit FP16, so it is exact; the epilogue
+ * multiplies by 2^8 and the tensor scale. */
 struct DeqNVFP4 {
     static constexpr int kBits = 4;
     static constexpr bool kPreScale = true;
     static constexpr bool kPostScale = false;
     static constexpr bool kPostPerBlock = false;
     static constexpr int kScaleK = 128;
-    /* FP16x2 of the decoded E4M3 scale, both halves. */
+    static __device__ __forceinline__ uint32_t scale_code(uint8_t c)
+    {
+        const __half h = __float2half_rn(vg_e4m3_to_f32(c) * 64.0f); /* exact */
+        const uint16_t b = __half_as_ushort(h);
+        return (uint32_t)b | ((uint32_t)b << 16);
+    }
     static __device__ __forceinline__ uint32_t prescale(const KWeight &w, int g, int n, int k)
     {
         const uint8_t *s = w.scale + (size_t)g * w.scale_group_bytes;
-        const uint8_t c = __ldg(s + (size_t)n * w.scale_cols + k / VG_NVFP4_GROUP);
-        const __half h = __float2half_rn(vg_e4m3_to_f32(c)); /* exact: E4M3 fits FP16 */
-        const uint16_t b = __half_as_ushort(h);
-        return (uint32_t)b | ((uint32_t)b << 16);
+        return scale_code(__ldg(s + (size_t)n * w.scale_cols + k / VG_NVFP4_GROUP));
+    }
+    /* Half h of the step holds the 16-groups k0/16 + 4h + q. */
+    static __device__ __forceinline__ void load_step(const KWeight &w, int g, int n0, int n1, int k0, int q,
+                                                     StepScales &s)
+    {
+        const uint8_t *base = w.scale + (size_t)g * w.scale_group_bytes;
+        const int last = w.scale_cols - 1;
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const uint8_t *row = base + (size_t)(r ? n1 : n0) * w.scale_cols;
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                s.pre[r][h] = scale_code(__ldg(row + min(k0 / VG_NVFP4_GROUP + 4 * h + q, last)));
+        }
     }
     static __device__ __forceinline__ void decode16(const uint8_t *p, uint32_t s, uint32_t out[8])
     {
@@ -169,27 +241,20 @@ struct DeqNVFP4 {
     }
     static __device__ __forceinline__ void decode_words(const uint32_t w[2], uint32_t s, uint32_t out[8])
     {
-        const __half2 sc = *reinterpret_cast<const __half2 *>(&s);
-#pragma unroll
-        for (int i = 0; i < 2; i++)
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const uint32_t byte = (w[i] >> (8 * j)) & 0xFFu; /* element 2j low nibble */
-                uint32_t pair = e2m1_to_f16_bits(byte & 0xFu) | (e2m1_to_f16_bits(byte >> 4) << 16);
-                __half2 h = __hmul2(*reinterpret_cast<__half2 *>(&pair), sc);
-                out[4 * i + j] = *reinterpret_cast<uint32_t *>(&h);
-            }
+        e2m1x16_decode(w, s, out);
     }
     static __device__ __forceinline__ float postscale(const KWeight &, int, int, int) { return 1.0f; }
-    static __device__ __forceinline__ float epilogue(const KWeight &w) { return w.tensor_scale; }
+    static __device__ __forceinline__ float epilogue(const KWeight &w) { return w.tensor_scale * 256.0f; }
 };
 
 /* ---- MXFP4 (E2M1, E8M0 per 32) -------------------------------------------------
  * The E8M0 exponent can leave FP16's range, so it is split: per 128-long K
  * block the largest of the four exponents E is applied after the MMA in
  * FP32 (postscale, 2^(E-127)), and each group's 2^(e-E) <= 1 before it in
- * FP16 (exact unless it falls below FP16's subnormals, i.e. for groups more
- * than 2^24 below the block's largest, whose contribution is then lost). */
+ * FP16, as the pre-scale 2^(e-E+14) that also undoes the decode's 2^-14
+ * (exact unless v * 2^(e-E) falls below FP16's subnormals, i.e. for groups
+ * more than about 2^23 below the block's largest, whose contribution is
+ * then lost). */
 struct DeqMXFP4 {
     static constexpr int kBits = 4;
     static constexpr bool kPreScale = true;
@@ -213,10 +278,29 @@ struct DeqMXFP4 {
     {
         const uint8_t *s = w.scale + (size_t)g * w.scale_group_bytes + (size_t)n * w.scale_cols;
         const int e = __ldg(s + k / VG_MXFP4_GROUP);
-        const int emax = block_max_exp(w, g, n, k / 128);
-        const float f = exp2f((float)(e - emax)); /* a power of two <= 1 */
-        const uint16_t b = __half_as_ushort(__float2half_rn(f));
-        return (uint32_t)b | ((uint32_t)b << 16);
+        return f16x2_pow2(e - block_max_exp(w, g, n, k / 128) + 14);
+    }
+    /* The step is one 128 block: its four exponents, the largest as the
+     * post-scale; half h holds the 32-groups 2h + q/2. */
+    static __device__ __forceinline__ void load_step(const KWeight &w, int g, int n0, int n1, int k0, int q,
+                                                     StepScales &s)
+    {
+        const uint8_t *base = w.scale + (size_t)g * w.scale_group_bytes;
+        const int c0 = k0 / VG_MXFP4_GROUP;
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const uint8_t *row = base + (size_t)(r ? n1 : n0) * w.scale_cols;
+            int e[4], emax = 0;
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                e[i] = c0 + i < w.scale_cols ? __ldg(row + c0 + i) : 0;
+                emax = max(emax, e[i]);
+            }
+            s.post[r] = vg_e8m0_to_f32((uint8_t)emax);
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                s.pre[r][h] = f16x2_pow2((q < 2 ? e[2 * h] : e[2 * h + 1]) - emax + 14);
+        }
     }
     static __device__ __forceinline__ void decode16(const uint8_t *p, uint32_t s, uint32_t out[8])
     {
@@ -224,7 +308,7 @@ struct DeqMXFP4 {
     }
     static __device__ __forceinline__ void decode_words(const uint32_t w[2], uint32_t s, uint32_t out[8])
     {
-        DeqNVFP4::decode_words(w, s, out);
+        e2m1x16_decode(w, s, out);
     }
     static __device__ __forceinline__ float postscale(const KWeight &w, int g, int n, int kb)
     {
@@ -236,7 +320,9 @@ struct DeqMXFP4 {
 /* ---- AWQ (INT4 in AWQ nibble order, FP16 scale and zero per 128) ----------------
  * w = (q - zero) * scale in FP16 (q - zero is an exact integer in [-15, 15];
  * the product rounds once, as in AWQ's own kernels). prescale packs the
- * FP16 scale (low half) and zero (high half). */
+ * FP16 scale (low half) and zero (high half).  AWQ's order puts logical
+ * elements 2j and 2j+1 in nibbles j and j+4, so one mask picks a pair, and
+ * OR-ing 0x6400 (FP16 1024) into each half makes 1024 + q exactly. */
 struct DeqAWQ {
     static constexpr int kBits = 4;
     static constexpr bool kPreScale = true;
@@ -250,6 +336,13 @@ struct DeqAWQ {
         const size_t i = (size_t)n * w.scale_cols + k / VG_AWQ_GROUP;
         return (uint32_t)__ldg(s + i) | ((uint32_t)__ldg(z + i) << 16);
     }
+    /* The step is one 128 group: one scale and zero per row. */
+    static __device__ __forceinline__ void load_step(const KWeight &w, int g, int n0, int n1, int k0, int,
+                                                     StepScales &s)
+    {
+        s.pre[0][0] = s.pre[0][1] = prescale(w, g, n0, k0);
+        s.pre[1][0] = s.pre[1][1] = prescale(w, g, n1, k0);
+    }
     static __device__ __forceinline__ void decode16(const uint8_t *p, uint32_t sz, uint32_t out[8])
     {
         const uint2 v = *reinterpret_cast<const uint2 *>(p);
@@ -262,14 +355,13 @@ struct DeqAWQ {
         const __half ze = __ushort_as_half((uint16_t)(sz >> 16));
         const __half2 sc2 = __halves2half2(sc, sc);
         const __half2 ze2 = __halves2half2(ze, ze);
+        const __half2 k1024 = __float2half2_rn(1024.0f);
 #pragma unroll
         for (int i = 0; i < 2; i++)
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                /* logical elements 2j, 2j+1 of word i */
-                const uint32_t lo = (w[i] >> (4 * vg_awq_reverse(2 * j))) & 0xFu;
-                const uint32_t hi = (w[i] >> (4 * vg_awq_reverse(2 * j + 1))) & 0xFu;
-                __half2 q = __halves2half2(__uint2half_rn(lo), __uint2half_rn(hi));
+                uint32_t qm = ((w[i] >> (4 * j)) & 0x000F000Fu) | 0x64006400u;
+                const __half2 q = __hsub2(*reinterpret_cast<__half2 *>(&qm), k1024); /* exact */
                 __half2 h = __hmul2(__hsub2(q, ze2), sc2);
                 out[4 * i + j] = *reinterpret_cast<uint32_t *>(&h);
             }

@@ -59,18 +59,25 @@ cudaError_t launch_one(const KParams &p, dim3 grid, cudaStream_t s)
 }
 
 /* The register-streaming decode kernel (decode_kernel.cuh). */
-template <class Deq, int NI, int WK, int MH, int U>
+template <class Deq, int NI, int WK, int MT, int U>
 cudaError_t launch_decode(const KParams &p, dim3 grid, cudaStream_t s)
 {
-    using C = DecodeCfg<Deq, NI, WK, MH, U>;
-    vg_decode_kernel<Deq, NI, WK, MH, U><<<grid, C::kThreads, C::kSmem, s>>>(p);
+    using C = DecodeCfg<Deq, NI, WK, MT, U>;
+    auto kern = vg_decode_kernel<Deq, NI, WK, MT, U>;
+    if (C::kSmem > 48 * 1024) {
+        cudaError_t e =
+            cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
+        if (e != cudaSuccess)
+            return e;
+    }
+    kern<<<grid, C::kThreads, C::kSmem, s>>>(p);
     return cudaGetLastError();
 }
 
-template <class Deq, int NI, int WK, int MH, int U>
+template <class Deq, int NI, int WK, int MT, int U>
 constexpr int smem_of_decode()
 {
-    return DecodeCfg<Deq, NI, WK, MH, U>::kSmem;
+    return DecodeCfg<Deq, NI, WK, MT, U>::kSmem;
 }
 
 template <class Deq, int BM, int BN, int BK, int WM, int WN, int WK, int ST>
@@ -93,49 +100,58 @@ struct CudaPlan {
      smem_of<DeqFP8, BM, BN, BK, WM, WN, WK, ST>(), smem_of<DeqMXFP4, BM, BN, BK, WM, WN, WK, ST>(), \
      smem_of<DeqNVFP4, BM, BN, BK, WM, WN, WK, ST>()}
 
-#define VG_ALL_FAM_DECODE(NI, WK, MH, U)                                                   \
-    {launch_decode<DeqFP16, NI, WK, MH, U>, launch_decode<DeqAWQ, NI, WK, MH, U>,             \
-     launch_decode<DeqFP8, NI, WK, MH, U>, launch_decode<DeqMXFP4, NI, WK, MH, U>,            \
-     launch_decode<DeqNVFP4, NI, WK, MH, U>},                                                 \
-    {smem_of_decode<DeqFP16, NI, WK, MH, U>(), smem_of_decode<DeqAWQ, NI, WK, MH, U>(),       \
-     smem_of_decode<DeqFP8, NI, WK, MH, U>(), smem_of_decode<DeqMXFP4, NI, WK, MH, U>(),      \
-     smem_of_decode<DeqNVFP4, NI, WK, MH, U>()}
+#define VG_ALL_FAM_DECODE(NI, WK, MT, U)                                                   \
+    {launch_decode<DeqFP16, NI, WK, MT, U>, launch_decode<DeqAWQ, NI, WK, MT, U>,             \
+     launch_decode<DeqFP8, NI, WK, MT, U>, launch_decode<DeqMXFP4, NI, WK, MT, U>,            \
+     launch_decode<DeqNVFP4, NI, WK, MT, U>},                                                 \
+    {smem_of_decode<DeqFP16, NI, WK, MT, U>(), smem_of_decode<DeqAWQ, NI, WK, MT, U>(),       \
+     smem_of_decode<DeqFP8, NI, WK, MT, U>(), smem_of_decode<DeqMXFP4, NI, WK, MT, U>(),      \
+     smem_of_decode<DeqNVFP4, NI, WK, MT, U>()}
 
-/* Decode plans: tile_m 8*MH rows, tile_k the K one block step covers (a
- * chunk pair, 128, per warp), stages the chunks in flight per thread (U). */
-#define DECODE(id, path, MH, NI, WK, U, SK)                                                  \
-    {{id, "cuda", path, VG_ALL_FAMILIES, 8 * MH, NI * 8, 128 * WK, U, SK, 8 * MH},            \
-     VG_ALL_FAM_DECODE(NI, WK, MH, U)}
+/* Decode plans: tile_m 8*MT tokens, tile_n 16*NI weight rows, tile_k the
+ * 128-long step (a split is a whole number of them), stages the steps in
+ * flight per warp (U; half that for fp16). */
+#define DECODE(id, path, MT, NI, WK, U, SK)                                                  \
+    {{id, "cuda", path, VG_ALL_FAMILIES, 8 * MT, 16 * NI, 128, U, SK, 8 * MT},                \
+     VG_ALL_FAM_DECODE(NI, WK, MT, U)}
 
 #define PLAN(id, path, BM, BN, BK, ST, SK, maxrows, WM, WN, WK) \
     {{id, "cuda", path, VG_ALL_FAMILIES, BM, BN, BK, ST, SK, maxrows}, VG_ALL_FAM(BM, BN, BK, WM, WN, WK, ST)}
 
 /* The plan table.  Decode plans (M <= 16): the register-streaming kernel
- * (decode_kernel.cuh), 16 rows, 16- or 32-wide N tiles, 4 or 8 warps
- * splitting K.  Mid (M <= 64) and prefill (any M): the shared-memory
- * pipelined mainloop (gemm_kernel.cuh), square tiles, warps over M and N. */
+ * (decode_kernel.cuh), named m<tokens>n<weight rows>w<warps>.u<U>.sk<split>.
+ * Mid (M <= 64) and prefill (any M): the shared-memory pipelined mainloop
+ * (gemm_kernel.cuh), square tiles, warps over M and N. */
 const CudaPlan g_plans[] = {
-    DECODE("cuda.dense.decode.m16n16w8.u4.sk1", VG_PATH_DENSE, 2, 2, 8, 4, 1),
-    DECODE("cuda.dense.decode.m16n16w8.u4.sk2", VG_PATH_DENSE, 2, 2, 8, 4, 2),
-    DECODE("cuda.dense.decode.m16n16w8.u4.sk4", VG_PATH_DENSE, 2, 2, 8, 4, 4),
-    DECODE("cuda.dense.decode.m16n16w4.u4.sk1", VG_PATH_DENSE, 2, 2, 4, 4, 1),
-    DECODE("cuda.dense.decode.m8n16w8.u4.sk1", VG_PATH_DENSE, 1, 2, 8, 4, 1),
-    DECODE("cuda.dense.decode.m8n16w4.u4.sk1", VG_PATH_DENSE, 1, 2, 4, 4, 1),
-    DECODE("cuda.dense.decode.m8n16w4.u8.sk1", VG_PATH_DENSE, 1, 2, 4, 8, 1),
-    DECODE("cuda.dense.decode.m8n16w4.u4.sk4", VG_PATH_DENSE, 1, 2, 4, 4, 4),
-    DECODE("cuda.dense.decode.m8n32w4.u4.sk1", VG_PATH_DENSE, 1, 4, 4, 4, 1),
-    DECODE("cuda.dense.decode.m8n32w8.u4.sk1", VG_PATH_DENSE, 1, 4, 8, 4, 1),
+    DECODE("cuda.dense.decode.m8n32w4.u2.sk1", VG_PATH_DENSE, 1, 2, 4, 2, 1),
+    DECODE("cuda.dense.decode.m8n32w4.u2.sk2", VG_PATH_DENSE, 1, 2, 4, 2, 2),
+    DECODE("cuda.dense.decode.m8n32w4.u2.sk4", VG_PATH_DENSE, 1, 2, 4, 2, 4),
+    DECODE("cuda.dense.decode.m8n16w4.u2.sk1", VG_PATH_DENSE, 1, 1, 4, 2, 1),
+    DECODE("cuda.dense.decode.m8n16w8.u2.sk1", VG_PATH_DENSE, 1, 1, 8, 2, 1),
+    DECODE("cuda.dense.decode.m8n32w8.u2.sk1", VG_PATH_DENSE, 1, 2, 8, 2, 1),
+    DECODE("cuda.dense.decode.m8n16w4.u4.sk1", VG_PATH_DENSE, 1, 1, 4, 4, 1),
+    DECODE("cuda.dense.decode.m16n32w4.u2.sk1", VG_PATH_DENSE, 2, 2, 4, 2, 1),
+    DECODE("cuda.dense.decode.m16n32w4.u2.sk2", VG_PATH_DENSE, 2, 2, 4, 2, 2),
+    DECODE("cuda.dense.decode.m16n32w4.u2.sk4", VG_PATH_DENSE, 2, 2, 4, 2, 4),
+    DECODE("cuda.dense.decode.m16n16w4.u2.sk1", VG_PATH_DENSE, 2, 1, 4, 2, 1),
+    DECODE("cuda.dense.decode.m16n16w8.u2.sk1", VG_PATH_DENSE, 2, 1, 8, 2, 1),
+    DECODE("cuda.dense.decode.m16n32w8.u2.sk1", VG_PATH_DENSE, 2, 2, 8, 2, 1),
+    DECODE("cuda.dense.decode.m16n16w4.u4.sk1", VG_PATH_DENSE, 2, 1, 4, 4, 1),
     PLAN("cuda.dense.mid.m64n64k128.s4.sk1", VG_PATH_DENSE, 64, 64, 128, 4, 1, 64, 2, 2, 1),
     PLAN("cuda.dense.mid.m64n64k128.s4.sk2", VG_PATH_DENSE, 64, 64, 128, 4, 2, 64, 2, 2, 1),
     PLAN("cuda.dense.prefill.m128n128k64.s3.sk1", VG_PATH_DENSE, 128, 128, 64, 3, 1, 0, 2, 4, 1),
-    DECODE("cuda.grouped.decode.m16n16w8.u4.sk1", VG_PATH_GROUPED, 2, 2, 8, 4, 1),
-    DECODE("cuda.grouped.decode.m16n16w4.u4.sk1", VG_PATH_GROUPED, 2, 2, 4, 4, 1),
-    DECODE("cuda.grouped.decode.m16n16w4.u4.sk2", VG_PATH_GROUPED, 2, 2, 4, 4, 2),
-    DECODE("cuda.grouped.decode.m8n16w8.u4.sk1", VG_PATH_GROUPED, 1, 2, 8, 4, 1),
-    DECODE("cuda.grouped.decode.m8n16w4.u4.sk1", VG_PATH_GROUPED, 1, 2, 4, 4, 1),
-    DECODE("cuda.grouped.decode.m8n16w4.u8.sk1", VG_PATH_GROUPED, 1, 2, 4, 8, 1),
-    DECODE("cuda.grouped.decode.m8n32w4.u4.sk1", VG_PATH_GROUPED, 1, 4, 4, 4, 1),
-    DECODE("cuda.grouped.decode.m8n32w8.u4.sk1", VG_PATH_GROUPED, 1, 4, 8, 4, 1),
+    DECODE("cuda.grouped.decode.m8n32w4.u2.sk1", VG_PATH_GROUPED, 1, 2, 4, 2, 1),
+    DECODE("cuda.grouped.decode.m8n32w4.u2.sk2", VG_PATH_GROUPED, 1, 2, 4, 2, 2),
+    DECODE("cuda.grouped.decode.m8n16w4.u2.sk1", VG_PATH_GROUPED, 1, 1, 4, 2, 1),
+    DECODE("cuda.grouped.decode.m8n16w8.u2.sk1", VG_PATH_GROUPED, 1, 1, 8, 2, 1),
+    DECODE("cuda.grouped.decode.m8n32w8.u2.sk1", VG_PATH_GROUPED, 1, 2, 8, 2, 1),
+    DECODE("cuda.grouped.decode.m8n16w4.u4.sk1", VG_PATH_GROUPED, 1, 1, 4, 4, 1),
+    DECODE("cuda.grouped.decode.m16n32w4.u2.sk1", VG_PATH_GROUPED, 2, 2, 4, 2, 1),
+    DECODE("cuda.grouped.decode.m16n32w4.u2.sk2", VG_PATH_GROUPED, 2, 2, 4, 2, 2),
+    DECODE("cuda.grouped.decode.m16n16w4.u2.sk1", VG_PATH_GROUPED, 2, 1, 4, 2, 1),
+    DECODE("cuda.grouped.decode.m16n16w8.u2.sk1", VG_PATH_GROUPED, 2, 1, 8, 2, 1),
+    DECODE("cuda.grouped.decode.m16n32w8.u2.sk1", VG_PATH_GROUPED, 2, 2, 8, 2, 1),
+    DECODE("cuda.grouped.decode.m16n16w4.u4.sk1", VG_PATH_GROUPED, 2, 1, 4, 4, 1),
     PLAN("cuda.grouped.mid.m64n64k128.s4.sk1", VG_PATH_GROUPED, 64, 64, 128, 4, 1, 0, 2, 2, 1),
 };
 const size_t g_plan_count = sizeof g_plans / sizeof g_plans[0];
@@ -264,9 +280,9 @@ size_t vg_cuda_plan_count(void) { return g_plan_count; }
 const vg_plan *vg_cuda_plan_at(size_t i) { return i < g_plan_count ? &g_plans[i].plan : NULL; }
 
 /* The one fixed rule.  Decode sizes (<= 16 rows): the streaming decode
- * kernel with 16-wide N tiles, split-K when the N tiles alone would leave
- * most of a big GPU idle; <= 64 rows: the mid tile; above: the prefill
- * tile. */
+ * kernel with 32-row blocks of 4 warps, split-K when the blocks alone would
+ * leave a big GPU short of warps; <= 64 rows: the mid tile; above: the
+ * prefill tile. */
 const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k)
 {
     (void)k;
@@ -277,21 +293,20 @@ const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_
             return by_id("cuda.grouped.mid.m64n64k128.s4.sk1");
         /* n is per group; the grid has groups x N tiles, unknown here, so
          * split only when one group's N tiles are few */
-        if (rows <= 8)
-            return by_id("cuda.grouped.decode.m8n16w8.u4.sk1");
-        return by_id(ceil_div(n, 16) >= 32 ? "cuda.grouped.decode.m16n16w4.u4.sk1"
-                                           : "cuda.grouped.decode.m16n16w4.u4.sk2");
+        const int split = ceil_div(n, 32) < 16;
+        const char *ids[2][2] = {{"cuda.grouped.decode.m8n32w4.u2.sk1", "cuda.grouped.decode.m8n32w4.u2.sk2"},
+                                 {"cuda.grouped.decode.m16n32w4.u2.sk1", "cuda.grouped.decode.m16n32w4.u2.sk2"}};
+        return by_id(ids[rows > 8][split]);
     }
     if (rows <= 16) {
-        const int tiles = ceil_div(n, 16);
-        if (rows <= 8)
-            return by_id(tiles >= 100 ? "cuda.dense.decode.m8n16w8.u4.sk1"
-                                      : "cuda.dense.decode.m8n16w4.u4.sk4");
-        if (tiles >= 200)
-            return by_id("cuda.dense.decode.m16n16w4.u4.sk1");
-        if (tiles >= 100)
-            return by_id("cuda.dense.decode.m16n16w8.u4.sk2");
-        return by_id("cuda.dense.decode.m16n16w8.u4.sk4");
+        /* Enough 32-row blocks to fill a big GPU a few times over, or split K. */
+        const int tiles = ceil_div(n, 32);
+        const char *ids[2][3] = {
+            {"cuda.dense.decode.m8n32w4.u2.sk1", "cuda.dense.decode.m8n32w4.u2.sk2",
+             "cuda.dense.decode.m8n32w4.u2.sk4"},
+            {"cuda.dense.decode.m16n32w4.u2.sk1", "cuda.dense.decode.m16n32w4.u2.sk2",
+             "cuda.dense.decode.m16n32w4.u2.sk4"}};
+        return by_id(ids[rows > 8][tiles >= 256 ? 0 : tiles >= 64 ? 1 : 2]);
     }
     if (rows <= 64)
         return by_id(ceil_div(n, 64) >= 64 ? "cuda.dense.mid.m64n64k128.s4.sk1"

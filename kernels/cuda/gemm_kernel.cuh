@@ -70,6 +70,16 @@ static __device__ __forceinline__ void cp_async16(void *dst, const void *src)
 #endif
 }
 
+/* The same through L1 (.ca): data several blocks of one SM read again. */
+static __device__ __forceinline__ void cp_async16_l1(void *dst, const void *src)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src));
+#else
+    *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(src);
+#endif
+}
+
 static __device__ __forceinline__ void cp_async_commit()
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
