@@ -137,6 +137,10 @@ const CudaPlan g_plans[] = {
     DECODE("cuda.dense.decode.m16n16w8.u2.sk1", VG_PATH_DENSE, 2, 1, 8, 2, 1),
     DECODE("cuda.dense.decode.m16n32w8.u2.sk1", VG_PATH_DENSE, 2, 2, 8, 2, 1),
     DECODE("cuda.dense.decode.m16n16w4.u4.sk1", VG_PATH_DENSE, 2, 1, 4, 4, 1),
+    DECODE("cuda.dense.decode.m8n32w4.u4.sk1", VG_PATH_DENSE, 1, 2, 4, 4, 1),
+    DECODE("cuda.dense.decode.m8n16w8.u4.sk1", VG_PATH_DENSE, 1, 1, 8, 4, 1),
+    DECODE("cuda.dense.decode.m8n16w16.u2.sk1", VG_PATH_DENSE, 1, 1, 16, 2, 1),
+    DECODE("cuda.dense.decode.m16n16w8.u4.sk1", VG_PATH_DENSE, 2, 1, 8, 4, 1),
     PLAN("cuda.dense.mid.m64n64k128.s4.sk1", VG_PATH_DENSE, 64, 64, 128, 4, 1, 64, 2, 2, 1),
     PLAN("cuda.dense.mid.m64n64k128.s4.sk2", VG_PATH_DENSE, 64, 64, 128, 4, 2, 64, 2, 2, 1),
     PLAN("cuda.dense.prefill.m128n128k64.s3.sk1", VG_PATH_DENSE, 128, 128, 64, 3, 1, 0, 2, 4, 1),
@@ -152,6 +156,10 @@ const CudaPlan g_plans[] = {
     DECODE("cuda.grouped.decode.m16n16w8.u2.sk1", VG_PATH_GROUPED, 2, 1, 8, 2, 1),
     DECODE("cuda.grouped.decode.m16n32w8.u2.sk1", VG_PATH_GROUPED, 2, 2, 8, 2, 1),
     DECODE("cuda.grouped.decode.m16n16w4.u4.sk1", VG_PATH_GROUPED, 2, 1, 4, 4, 1),
+    DECODE("cuda.grouped.decode.m8n32w4.u4.sk1", VG_PATH_GROUPED, 1, 2, 4, 4, 1),
+    DECODE("cuda.grouped.decode.m8n16w8.u4.sk1", VG_PATH_GROUPED, 1, 1, 8, 4, 1),
+    DECODE("cuda.grouped.decode.m8n16w16.u2.sk1", VG_PATH_GROUPED, 1, 1, 16, 2, 1),
+    DECODE("cuda.grouped.decode.m16n16w8.u4.sk1", VG_PATH_GROUPED, 2, 1, 8, 4, 1),
     PLAN("cuda.grouped.mid.m64n64k128.s4.sk1", VG_PATH_GROUPED, 64, 64, 128, 4, 1, 0, 2, 2, 1),
 };
 const size_t g_plan_count = sizeof g_plans / sizeof g_plans[0];
@@ -280,33 +288,33 @@ size_t vg_cuda_plan_count(void) { return g_plan_count; }
 const vg_plan *vg_cuda_plan_at(size_t i) { return i < g_plan_count ? &g_plans[i].plan : NULL; }
 
 /* The one fixed rule.  Decode sizes (<= 16 rows): the streaming decode
- * kernel with 32-row blocks of 4 warps, split-K when the blocks alone would
- * leave a big GPU short of warps; <= 64 rows: the mid tile; above: the
+ * kernel with the plans the DRAM-true tuner picked on an H200 at wo_a and
+ * N=4096 (kernels/cuda/NOTES.md), split-K when the blocks alone would leave
+ * a big GPU short of warps; <= 64 rows: the mid tile; above: the
  * prefill tile. */
 const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k)
 {
     (void)k;
     if ((unsigned)f >= VG_FAMILY_COUNT || (unsigned)path >= VG_PATH_COUNT)
         return NULL;
+    const int big = rows > 8;
     if (path == VG_PATH_GROUPED || path == VG_PATH_MOE) {
         if (rows > 16)
             return by_id("cuda.grouped.mid.m64n64k128.s4.sk1");
         /* n is per group; the grid has groups x N tiles, unknown here, so
          * split only when one group's N tiles are few */
-        const int split = ceil_div(n, 32) < 16;
-        const char *ids[2][2] = {{"cuda.grouped.decode.m8n32w4.u2.sk1", "cuda.grouped.decode.m8n32w4.u2.sk2"},
-                                 {"cuda.grouped.decode.m16n32w4.u2.sk1", "cuda.grouped.decode.m16n32w4.u2.sk2"}};
-        return by_id(ids[rows > 8][split]);
+        const char *ids[2][2] = {{"cuda.grouped.decode.m8n16w4.u2.sk1", "cuda.grouped.decode.m8n32w4.u2.sk2"},
+                                 {"cuda.grouped.decode.m16n16w4.u2.sk1", "cuda.grouped.decode.m16n32w4.u2.sk2"}};
+        return by_id(ids[big][ceil_div(n, 16) < 32]);
     }
     if (rows <= 16) {
-        /* Enough 32-row blocks to fill a big GPU a few times over, or split K. */
-        const int tiles = ceil_div(n, 32);
+        const int tiles = ceil_div(n, 16);
         const char *ids[2][3] = {
-            {"cuda.dense.decode.m8n32w4.u2.sk1", "cuda.dense.decode.m8n32w4.u2.sk2",
+            {"cuda.dense.decode.m8n16w8.u2.sk1", "cuda.dense.decode.m8n32w4.u2.sk2",
              "cuda.dense.decode.m8n32w4.u2.sk4"},
-            {"cuda.dense.decode.m16n32w4.u2.sk1", "cuda.dense.decode.m16n32w4.u2.sk2",
+            {"cuda.dense.decode.m16n16w8.u2.sk1", "cuda.dense.decode.m16n32w4.u2.sk2",
              "cuda.dense.decode.m16n32w4.u2.sk4"}};
-        return by_id(ids[rows > 8][tiles >= 256 ? 0 : tiles >= 64 ? 1 : 2]);
+        return by_id(ids[big][tiles >= 192 ? 0 : tiles >= 48 ? 1 : 2]);
     }
     if (rows <= 64)
         return by_id(ceil_div(n, 64) >= 64 ? "cuda.dense.mid.m64n64k128.s4.sk1"
