@@ -400,6 +400,119 @@ static vg_status check_before_write(const char *file, const vg_golden_file *f)
     return VG_OK;
 }
 
+/* ---- the seal ----------------------------------------------------------------- */
+
+/* libhdf5 1.10 is not memory-safe on damaged files (fuzzing found a
+ * use-after-free and a heap overflow under H5Aexists:
+ * suites/fuzz/regressions/fuzz_golden/), so no byte of a golden file reaches
+ * HDF5 before its integrity is known.  The writer puts SEAL_BYTES in front
+ * of the HDF5 image, a user block in HDF5's terms: HDF5 looks for its
+ * superblock at 0, 512, 1024, ... and takes addresses from where it finds
+ * it, so h5dump and h5py read the file as before, and an edit through HDF5
+ * keeps the block.  (H5Pset_userblock does not do this: the core driver's
+ * H5Fget_file_image leaves the block out.)  The block is a text seal:
+ *
+ *     voltgate-golden-seal/1
+ *     sha256 <64 hex digits of the SHA-256 of every byte after the seal>
+ *     bytes <how many bytes follow the seal>
+ *
+ * padded with NUL bytes.  The reader checks the seal, with nothing but
+ * read(2) and SHA-256, before the first HDF5 call. */
+#define SEAL_BYTES 512
+#define SEAL_MAGIC "voltgate-golden-seal/1\n"
+
+static const uint8_t hdf5_signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+
+/* Fills image[0, SEAL_BYTES) with the seal of image[SEAL_BYTES, len). */
+static void seal_image(uint8_t *image, size_t len)
+{
+    char hex[65];
+    vg_sha256_hex(image + SEAL_BYTES, len - SEAL_BYTES, hex);
+    memset(image, 0, SEAL_BYTES);
+    snprintf((char *)image, SEAL_BYTES, SEAL_MAGIC "sha256 %s\nbytes %zu\n", hex,
+             len - SEAL_BYTES);
+}
+
+/* Checks file's seal: VG_OK when it is sealed and intact, or when it holds
+ * no seal but an HDF5 signature at byte 0 (*unsealed = 1); else the reason. */
+static vg_status check_seal(const char *file, int *unsealed)
+{
+    *unsealed = 0;
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return ffail(file, VG_ERR_IO, "cannot open: %s", strerror(errno));
+    uint8_t head[SEAL_BYTES];
+    size_t got = 0;
+    int err = 0;
+    while (got < sizeof head) {
+        ssize_t n = read(fd, head + got, sizeof head - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            err = errno;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    if (err) {
+        close(fd);
+        return ffail(file, VG_ERR_IO, "reading: %s", strerror(err));
+    }
+    if (got >= sizeof hdf5_signature && !memcmp(head, hdf5_signature, sizeof hdf5_signature)) {
+        close(fd);
+        *unsealed = 1;
+        return VG_OK;
+    }
+    if (got < sizeof head || memcmp(head, SEAL_MAGIC, strlen(SEAL_MAGIC)) != 0) {
+        close(fd);
+        return ffail(file, VG_ERR_FORMAT, "not an HDF5 file (no HDF5 signature found, and no "
+                                   "voltgate seal at its start)");
+    }
+    /* The seal's text must be exactly what seal_image writes. */
+    char want_hex[65] = "";
+    unsigned long long want_bytes = 0;
+    int used = 0;
+    const char *text = (const char *)head + strlen(SEAL_MAGIC);
+    if (!memchr(head, '\0', sizeof head) ||
+        sscanf(text, "sha256 %64[0-9a-f]\nbytes %llu\n%n", want_hex, &want_bytes, &used) != 2 ||
+        used == 0 || strlen(want_hex) != 64) {
+        close(fd);
+        return ffail(file, VG_ERR_FORMAT, "damaged: its voltgate seal (the first %d bytes) does not "
+                                   "parse", SEAL_BYTES);
+    }
+    vg_sha256_ctx c;
+    vg_sha256_init(&c);
+    uint8_t buf[1 << 16];
+    unsigned long long have = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            err = errno;
+        if (n <= 0)
+            break;
+        vg_sha256_update(&c, buf, (size_t)n);
+        have += (unsigned long long)n;
+    }
+    close(fd);
+    if (err)
+        return ffail(file, VG_ERR_IO, "reading: %s", strerror(err));
+    if (have != want_bytes)
+        return ffail(file, VG_ERR_FORMAT, "damaged or edited: %llu bytes follow the seal, the seal "
+                                   "says %llu (`voltgate golden seal` re-seals an intended "
+                                   "edit)", have, want_bytes);
+    uint8_t digest[32];
+    char hex[65];
+    vg_sha256_final(&c, digest);
+    vg_sha256_to_hex(digest, hex);
+    if (strcmp(hex, want_hex) != 0)
+        return ffail(file, VG_ERR_FORMAT, "damaged or edited: the SHA-256 of its HDF5 image is "
+                                   "%.16s..., its seal says %.16s... (`voltgate golden seal` "
+                                   "re-seals an intended edit)", hex, want_hex);
+    return VG_OK;
+}
+
 /* Removes the temporaries `<file>.tmp.<pid>` that writers killed before
  * their rename left behind (SIGKILL, a machine crash): those whose pid is
  * not alive (kill(pid, 0) fails with ESRCH).  A live pid's temporary is
@@ -619,17 +732,20 @@ vg_status vg_golden_write(const char *file, const vg_golden_file *f)
         wfail_h5(&w, "file (flush)");
     if (w.st == VG_OK && (image_len = H5Fget_file_image(w.fid, NULL, 0)) <= 0)
         wfail_h5(&w, "file (image size)");
-    if (w.st == VG_OK && !(image = malloc((size_t)image_len)))
+    if (w.st == VG_OK && !(image = malloc(SEAL_BYTES + (size_t)image_len)))
         w.st = ffail(file, VG_ERR_NO_MEMORY, "out of memory for a file image of %zd bytes",
                      image_len);
-    if (w.st == VG_OK && H5Fget_file_image(w.fid, image, (size_t)image_len) != image_len)
+    if (w.st == VG_OK &&
+        H5Fget_file_image(w.fid, (uint8_t *)image + SEAL_BYTES, (size_t)image_len) != image_len)
         wfail_h5(&w, "file (image)");
     if (H5Fclose(w.fid) < 0)  /* in memory: nothing to fail on but our own bugs */
         wfail_h5(&w, "file (close)");
     quiet_end(&q);
 
-    if (w.st == VG_OK)
-        w.st = write_image(file, tmp, image, (size_t)image_len);
+    if (w.st == VG_OK) {
+        seal_image(image, SEAL_BYTES + (size_t)image_len);
+        w.st = write_image(file, tmp, image, SEAL_BYTES + (size_t)image_len);
+    }
     free(image);
     if (w.st == VG_OK && rename(tmp, file) != 0) {
         w.st = ffail(file, VG_ERR_IO, "rename from %s: %s", tmp, strerror(errno));
@@ -1464,6 +1580,19 @@ vg_status vg_golden_read_flags(const char *file, unsigned flags, vg_golden_file 
         return ffail(file, VG_ERR_IO, "cannot open: %s", strerror(errno));
     fclose(fp);
 
+    if (!(flags & VG_GOLDEN_READ_NO_SEAL)) {
+        int unsealed = 0;
+        vg_status sst = check_seal(file, &unsealed);
+        if (sst != VG_OK)
+            return sst;
+        if (unsealed)
+            return ffail(file, VG_ERR_FORMAT,
+                         "no voltgate seal (written before golden files were sealed, or by "
+                         "another tool): unsealed files are not parsed, since libhdf5 1.10 "
+                         "can crash on a damaged one; `voltgate golden seal` checks it in a "
+                         "child process and seals it");
+    }
+
     h5_quiet q;
     quiet_begin(&q);
     reader r = {file, -1, 0, flags};
@@ -1488,5 +1617,62 @@ vg_status vg_golden_read_flags(const char *file, unsigned flags, vg_golden_file 
     quiet_end(&q);
     if (st != VG_OK)
         vg_golden_free(out);
+    return st;
+}
+
+vg_status vg_golden_seal(const char *file)
+{
+    if (!file)
+        return vg_fail(VG_ERR_INVALID_ARG, "golden seal: NULL argument");
+    int unsealed = 0;
+    vg_status st = check_seal(file, &unsealed);
+    if (st == VG_OK && !unsealed)
+        return VG_OK;   /* sealed and intact: nothing to do */
+    if (unsealed) {
+        /* written before seals: read it (the caller has checked it) and
+         * write it again, which seals it */
+        vg_golden_file f;
+        if ((st = vg_golden_read_flags(file, VG_GOLDEN_READ_NO_SEAL, &f)) != VG_OK)
+            return st;
+        st = vg_golden_write(file, &f);
+        vg_golden_free(&f);
+        return st;
+    }
+    /* a sealed file whose bytes changed after sealing: seal what is there */
+    struct stat sb;
+    if (stat(file, &sb) != 0)
+        return ffail(file, VG_ERR_IO, "cannot open: %s", strerror(errno));
+    if (!S_ISREG(sb.st_mode) || sb.st_size <= SEAL_BYTES ||
+        (unsigned long long)sb.st_size > 4 * (unsigned long long)VG_GOLDEN_MAX_DATASET_BYTES)
+        return st;   /* check_seal said why */
+    FILE *fp = fopen(file, "rb");
+    if (!fp)
+        return ffail(file, VG_ERR_IO, "cannot open: %s", strerror(errno));
+    size_t len = (size_t)sb.st_size;
+    uint8_t *image = malloc(len);
+    size_t got = image ? fread(image, 1, len, fp) : 0;
+    fclose(fp);
+    if (!image)
+        return ffail(file, VG_ERR_NO_MEMORY, "out of memory for %zu bytes", len);
+    if (got != len) {
+        free(image);
+        return ffail(file, VG_ERR_IO, "changed while being sealed");
+    }
+    if (memcmp(image, SEAL_MAGIC, strlen(SEAL_MAGIC)) != 0) {
+        free(image);
+        return st;   /* not a voltgate file at all: check_seal said why */
+    }
+    seal_image(image, len);
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", file, (long)getpid()) >= sizeof tmp) {
+        free(image);
+        return vg_fail(VG_ERR_INVALID_ARG, "golden seal: file name too long");
+    }
+    st = write_image(file, tmp, image, len);
+    free(image);
+    if (st == VG_OK && rename(tmp, file) != 0) {
+        st = ffail(file, VG_ERR_IO, "rename from %s: %s", tmp, strerror(errno));
+        unlink(tmp);
+    }
     return st;
 }

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sha256.h"
 #include "voltgate/golden.h"
 
 #define SOURCE "golden/cases/fp8-dense.h5"
@@ -100,7 +101,8 @@ static int run_verify(const fixture *fx, const char *file, char **err)
 
 /* The library gives `want` with a message naming the file and holding
  * `needle`; the CLI exits 2 with exactly that one line on stderr. */
-static void expect_bad(const fixture *fx, const char *file, vg_status want, const char *needle)
+static void expect_bad_as_is(const fixture *fx, const char *file, vg_status want,
+                             const char *needle)
 {
     vg_golden_file f;
     vg_clear_error();
@@ -127,6 +129,17 @@ static void expect_bad(const fixture *fx, const char *file, vg_status want, cons
     assert_null(strstr(err, "HDF5-DIAG"));
     assert_null(strstr(err, "#000"));
     free(err);
+}
+
+/* The damage below is made through HDF5 or by flipping bytes, and the seal
+ * (SCHEMA.md) would refuse every such file before the check under test: so
+ * the damaged file is sealed again first, as `voltgate golden seal` would
+ * after an intended edit, and the reader's checks behind the seal are what
+ * refuses it.  The seal's own checks are tested with expect_bad_as_is. */
+static void expect_bad(const fixture *fx, const char *file, vg_status want, const char *needle)
+{
+    vg_golden_seal(file); /* fails on what is no golden file at all: read as it is */
+    expect_bad_as_is(fx, file, want, needle);
 }
 
 /* ---- helpers that damage the copy through HDF5 ----------------------------- */
@@ -265,6 +278,119 @@ static void test_pristine_copy_is_good(void **state)
     vg_golden_free(&f);
 }
 
+/* Writes dst = a seal over src's bytes + those bytes, as seal_image in
+ * golden_io.c would (SCHEMA.md, "The seal"): a damaged HDF5 image that
+ * carries a valid seal, for the reader's checks behind the seal. */
+static void forge_seal(const fixture *fx, const char *src, const char *dst)
+{
+    (void)fx;
+    FILE *in = fopen(src, "rb");
+    assert_non_null(in);
+    fseek(in, 0, SEEK_END);
+    long n = ftell(in);
+    fseek(in, 0, SEEK_SET);
+    uint8_t *buf = malloc((size_t)n + 512);
+    assert_int_equal(fread(buf + 512, 1, (size_t)n, in), (size_t)n);
+    fclose(in);
+    char hex[65];
+    vg_sha256_hex(buf + 512, (size_t)n, hex);
+    memset(buf, 0, 512);
+    snprintf((char *)buf, 512, "voltgate-golden-seal/1\nsha256 %s\nbytes %ld\n", hex, n);
+    FILE *out = fopen(dst, "wb");
+    assert_non_null(out);
+    assert_int_equal(fwrite(buf, 1, (size_t)n + 512, out), (size_t)n + 512);
+    fclose(out);
+    free(buf);
+}
+
+/* Copies src without its first `skip` bytes to dst. */
+static void copy_from(const char *src, long skip, const char *dst)
+{
+    FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    fseek(in, skip, SEEK_SET);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+}
+
+/* ---- the seal: damage refused before HDF5 reads a byte ------------------------ */
+
+static void test_seal_truncated(void **state)
+{
+    fixture *fx = *state;
+    struct stat sb;
+    stat(fx->file, &sb);
+    assert_int_equal(truncate(fx->file, sb.st_size - 1), 0);
+    expect_bad_as_is(fx, fx->file, VG_ERR_FORMAT, "bytes follow the seal, the seal says");
+}
+
+static void test_seal_flipped_byte(void **state)
+{
+    fixture *fx = *state;
+    struct stat sb;
+    stat(fx->file, &sb);
+    flip_byte(fx, (long)sb.st_size / 2);
+    expect_bad_as_is(fx, fx->file, VG_ERR_FORMAT, "damaged or edited: the SHA-256 of its HDF5 image");
+}
+
+static void test_seal_text_damaged(void **state)
+{
+    fixture *fx = *state;
+    flip_byte(fx, 30); /* inside "sha256 <hex>" */
+    expect_bad_as_is(fx, fx->file, VG_ERR_FORMAT, "its voltgate seal (the first 512 bytes) does not parse");
+}
+
+/* An intended edit through HDF5 is refused until it is sealed again; the
+ * edited file then reads, with the edit. */
+static void test_seal_after_hdf5_edit(void **state)
+{
+    fixture *fx = *state;
+    set_str_attr(fx, "/", "source", "synthetic-edited");
+    expect_bad_as_is(fx, fx->file, VG_ERR_FORMAT, "damaged or edited");
+    assert_int_equal(vg_golden_seal(fx->file), VG_OK);
+    vg_golden_file f;
+    assert_int_equal(vg_golden_read(fx->file, &f), VG_OK);
+    assert_string_equal(f.source, "synthetic-edited");
+    vg_golden_free(&f);
+}
+
+/* A file written before seals (the HDF5 image alone) is refused, not
+ * parsed; `voltgate golden seal` checks it in a child and seals it. */
+static void test_unsealed_refused_then_sealed(void **state)
+{
+    fixture *fx = *state;
+    char old[600];
+    snprintf(old, sizeof old, "%s/unsealed.h5", fx->dir);
+    copy_from(fx->file, 512, old);
+    expect_bad_as_is(fx, old, VG_ERR_FORMAT, "no voltgate seal");
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "%s golden seal %s >/dev/null", tool(), old);
+    assert_int_equal(system(cmd), 0);
+    /* sealing the image again gives the same bytes as the original writer */
+    snprintf(cmd, sizeof cmd, "cmp -s %s %s", old, fx->file);
+    assert_int_equal(system(cmd), 0);
+    vg_golden_file f;
+    assert_int_equal(vg_golden_read(old, &f), VG_OK);
+    vg_golden_free(&f);
+}
+
+/* The inputs that crash libhdf5 1.10 (fuzzing) are refused in this process
+ * with one line, before HDF5 parses them: without the seal this test
+ * crashed (heap-use-after-free / heap-buffer-overflow under H5Aexists). */
+static void test_hdf5_crashers_refused_in_process(void **state)
+{
+    fixture *fx = *state;
+    expect_bad_as_is(fx, "suites/fuzz/regressions/fuzz_golden/hdf5_uaf_attr_exists",
+                     VG_ERR_FORMAT, "no voltgate seal");
+    expect_bad_as_is(fx, "suites/fuzz/regressions/fuzz_golden/hdf5_overflow_attr_exists",
+                     VG_ERR_FORMAT, "no voltgate seal");
+}
+
 static void test_truncated(void **state)
 {
     fixture *fx = *state;
@@ -308,6 +434,7 @@ static void test_flipped_byte_compressed_chunk(void **state)
     flip_byte(fx, (long)(a + size / 2));
     /* deflate notices or the hash does: either way the dataset is named */
     vg_golden_file f;
+    assert_int_equal(vg_golden_seal(fx->file), VG_OK);
     vg_status st = vg_golden_read(fx->file, &f);
     assert_true(st == VG_ERR_FORMAT || st == VG_ERR_CHECKSUM);
     expect_bad(fx, fx->file, st, "dataset 'w_dequant'");
@@ -499,8 +626,9 @@ static void test_case_names_out_of_order(void **state)
 static void test_duplicate_case_name_fuzz_input(void **state)
 {
     fixture *fx = *state;
-    expect_bad(fx, "suites/fuzz/regressions/fuzz_golden/dup_case_name", VG_ERR_FORMAT,
-               "group 'cases' lists the case name 't02' twice");
+    /* an unsealed HDF5 image that vg_golden_seal cannot read: forge its seal */
+    forge_seal(fx, "suites/fuzz/regressions/fuzz_golden/dup_case_name", fx->file);
+    expect_bad_as_is(fx, fx->file, VG_ERR_FORMAT, "group 'cases' lists the case name 't02' twice");
 }
 
 /* A recipe weight whose regenerated data does not match its hashes (as when
@@ -781,6 +909,12 @@ int main(int argc, char **argv)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_pristine_copy_is_good),
+        T(test_seal_truncated),
+        T(test_seal_flipped_byte),
+        T(test_seal_text_damaged),
+        T(test_seal_after_hdf5_edit),
+        T(test_unsealed_refused_then_sealed),
+        T(test_hdf5_crashers_refused_in_process),
         T(test_truncated),
         T(test_not_hdf5),
         T(test_missing_file),

@@ -1,5 +1,5 @@
 /*
- * voltgate golden: gen / verify / import / info.
+ * voltgate golden: gen / verify / import / info / seal.
  *
  * Exit codes (tools.h): 0 ok, 1 a case failed its tolerance, 2 bad input or
  * usage (a file that cannot be used, a bad option), 77 skipped (no CUDA
@@ -98,8 +98,14 @@ static int usage_error(const char *cmd, const char *fmt, const char *arg)
  *     reading it: signal N)", and the file is not used (exit 2);
  *   - the child refuses the file: its one-line message, passed up a pipe;
  *   - the child accepts it: the parent reads it for real.
- * Returns 0 with *f read, or -1 after printing the reason (prefix `cmd`). */
-static int read_golden_checked(const char *cmd, const char *file, vg_golden_file *f)
+ * Since golden files are sealed (SCHEMA.md, "The seal"), damaged bytes are
+ * refused before HDF5 sees them; the child stays for files whose seal is
+ * intact but whose HDF5 image is not what vg_golden_write makes, and it is
+ * what `seal` needs: child_flags adds VG_GOLDEN_READ_NO_SEAL there.
+ * Returns 0 with *f read (f NULL: only the child's check), or -1 after
+ * printing the reason (prefix `cmd`). */
+static int read_golden_checked(const char *cmd, const char *file, unsigned child_flags,
+                               vg_golden_file *f)
 {
     int fds[2] = {-1, -1};
     fflush(NULL);
@@ -111,7 +117,7 @@ static int read_golden_checked(const char *cmd, const char *file, vg_golden_file
     if (pid == 0) {
         close(fds[0]);
         vg_golden_file probe;
-        vg_status st = vg_golden_read_flags(file, VG_GOLDEN_READ_NO_RECIPE, &probe);
+        vg_status st = vg_golden_read_flags(file, VG_GOLDEN_READ_NO_RECIPE | child_flags, &probe);
         if (st == VG_OK) {
             vg_golden_free(&probe);
             _exit(0);
@@ -163,7 +169,7 @@ static int read_golden_checked(const char *cmd, const char *file, vg_golden_file
     }
     /* here: the child accepted the file, or there was no child to be had
      * (pipe or fork failed: read in this process, as without the check) */
-    if (vg_golden_read(file, f) != VG_OK) {
+    if (f && vg_golden_read(file, f) != VG_OK) {
         fprintf(stderr, "voltgate golden %s: %s\n", cmd, vg_last_error());
         return -1;
     }
@@ -646,7 +652,7 @@ static int cmd_verify(int argc, char **argv)
             continue;
         vg_golden_file f;
         vg_status st;
-        if (read_golden_checked("verify", files.items[i], &f) != 0) {
+        if (read_golden_checked("verify", files.items[i], 0, &f) != 0) {
             bad_file = 1;
             continue;
         }
@@ -781,7 +787,7 @@ static int cmd_info(int argc, char **argv)
     int rc = VG_EXIT_OK;
     for (int i = 1; i < argc; i++) {
         vg_golden_file f;
-        if (read_golden_checked("info", argv[i], &f) != 0) {
+        if (read_golden_checked("info", argv[i], 0, &f) != 0) {
             rc = VG_EXIT_USAGE;
             continue;
         }
@@ -803,15 +809,47 @@ static int cmd_info(int argc, char **argv)
     return rc;
 }
 
+/* ---- seal ---------------------------------------------------------------------------------- */
+
+static int cmd_seal(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        printf("usage: voltgate golden seal FILE...\n\n"
+               "Seals golden files (SCHEMA.md, \"The seal\"): every reader refuses a file whose\n"
+               "first 512 bytes do not seal the rest, so that damaged bytes never reach libhdf5.\n"
+               "Use it on a file written before seals existed, or after an intended edit\n"
+               "through HDF5 (h5py, h5repack).  Each file is first read and validated in a\n"
+               "child process, without its seal; only a file that passes is sealed, in\n"
+               "place and atomically.  An intact sealed file is left as it is.\n"
+               "Exit: 0 all sealed, 2 a file was refused (its reason on stderr).\n");
+        return argc < 2 ? VG_EXIT_USAGE : VG_EXIT_OK;
+    }
+    int rc = VG_EXIT_OK;
+    for (int i = 1; i < argc; i++) {
+        if (read_golden_checked("seal", argv[i], VG_GOLDEN_READ_NO_SEAL, NULL) != 0) {
+            rc = VG_EXIT_USAGE;
+            continue;
+        }
+        if (vg_golden_seal(argv[i]) != VG_OK) {
+            fprintf(stderr, "voltgate golden seal: %s\n", vg_last_error());
+            rc = VG_EXIT_USAGE;
+            continue;
+        }
+        printf("%s: sealed\n", argv[i]);
+    }
+    return rc;
+}
+
 /* ---- dispatch ---------------------------------------------------------------------------------- */
 
 static void golden_help(FILE *out)
 {
-    fprintf(out, "usage: voltgate golden <gen|verify|import|info> [options]   (each takes --help)\n\n"
+    fprintf(out, "usage: voltgate golden <gen|verify|import|info|seal> [options]   (each takes --help)\n\n"
                  "  gen      generate a golden case file, or the committed set (--set ci)\n"
                  "  verify   run golden files through the runtime and compare with y_ref\n"
                  "  import   build a golden file from a safetensors checkpoint tensor\n"
-                 "  info     validate golden files and list their cases\n");
+                 "  info     validate golden files and list their cases\n"
+                 "  seal     check golden files and seal them (after an edit through HDF5)\n");
 }
 
 int cmd_golden(int argc, char **argv)
@@ -833,6 +871,8 @@ int cmd_golden(int argc, char **argv)
         return cmd_import(argc - 1, argv + 1);
     if (!strcmp(sub, "info"))
         return cmd_info(argc - 1, argv + 1);
+    if (!strcmp(sub, "seal"))
+        return cmd_seal(argc - 1, argv + 1);
     fprintf(stderr, "voltgate golden: unknown subcommand '%s'\n", sub);
     golden_help(stderr);
     return VG_EXIT_USAGE;

@@ -104,12 +104,26 @@ vg_status vg_golden_read(const char *file, vg_golden_file *out);
  *   that crashes libhdf5 does not crash the tool (SCHEMA.md).  Such a file
  *   is not for verifying. */
 #define VG_GOLDEN_READ_NO_RECIPE 1u
+/* VG_GOLDEN_READ_NO_SEAL: the file's seal (SCHEMA.md, "The seal") is not
+ *   checked, and an unsealed file is parsed.  Only for a process that may
+ *   crash: libhdf5 1.10 is not memory-safe on damaged files, and the seal is
+ *   what keeps damaged bytes away from it. */
+#define VG_GOLDEN_READ_NO_SEAL 2u
 vg_status vg_golden_read_flags(const char *file, unsigned flags, vg_golden_file *out);
 
 /* Writes f to `file` atomically: into file.tmp.<pid>, then rename(2).  The
- * datasets' hashes and y_ref_norm are computed here.  The output is
- * byte-for-byte deterministic (no timestamps in the file). */
+ * datasets' hashes and y_ref_norm are computed here, and the file's first
+ * 512 bytes (an HDF5 user block) seal the rest (SCHEMA.md, "The seal").  The
+ * output is byte-for-byte deterministic (no timestamps in the file). */
 vg_status vg_golden_write(const char *file, const vg_golden_file *f);
+
+/* Seals `file` as it stands: an unsealed golden file (written before seals)
+ * is read and written again; a sealed one whose bytes changed (an intended
+ * edit through HDF5) gets a new seal over its bytes, atomically.  An intact
+ * sealed file is left alone.  The file is trusted: check it first in a
+ * process that may crash (`voltgate golden seal` reads it in a child with
+ * VG_GOLDEN_READ_NO_SEAL). */
+vg_status vg_golden_seal(const char *file);
 
 /* ---- generating ------------------------------------------------------------- */
 
