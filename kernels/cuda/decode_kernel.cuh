@@ -80,20 +80,11 @@ __global__ void __launch_bounds__(WK * 32) vg_decode_kernel(const KParams p)
     constexpr int U = C::U, KW = C::kWords, BM = C::BM, XS = C::kXStride;
     extern __shared__ __align__(16) uint8_t smem[];
 
-    int g = 0, row0, rows;
-    if (p.offsets) {
-        g = blockIdx.y / p.mtiles;
-        const int mt = blockIdx.y % p.mtiles;
-        const int beg = __ldg(p.offsets + g), end = __ldg(p.offsets + g + 1);
-        row0 = beg + mt * BM;
-        rows = min(BM, end - row0);
-    } else {
-        row0 = blockIdx.y * BM;
-        rows = min(BM, p.m - row0);
-    }
-    if (rows <= 0)
-        return; /* block-uniform: no barrier is left waiting */
-
+    /* Under programmatic dependent launch (SM90) the next layer's kernel may
+     * start as soon as every block of this one runs: its prologue then
+     * streams its first weights while this one drains. */
+    grid_dep_launch();
+    const int g = p.offsets ? (int)blockIdx.y / p.mtiles : 0;
     const int N = p.w.n, K = p.w.k;
     const int wk = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int lg = lane >> 2, lq = lane & 3;
@@ -116,16 +107,14 @@ __global__ void __launch_bounds__(WK * 32) vg_decode_kernel(const KParams p)
             nr[j][r] = min(n0 + 16 * j + lg + 8 * r, N - 1);
             wbase[j][r] = wq + (size_t)nr[j][r] * wrow + (size_t)lq * 16 * Deq::kBits / 8;
         }
-    const uint16_t *xg = p.x + (size_t)row0 * K;
+    int row0 = 0, rows = 0;     /* set after grid_dep_wait(): offsets may be an earlier kernel's */
+    const uint16_t *xg = p.x;
 
     auto step_k0 = [&](int i) { return kbeg + (i * WK + wk) * C::kStepK; };
 
-    /* Step i: W and its scales into registers, X into ring slot i % U. */
-    auto load_step = [&](int i, uint32_t (&buf)[NI][2][2][KW], StepScales (&sc)[NI]) {
+    /* Step i's X (rows x 128) into ring slot i % U, by cp.async. */
+    auto load_x = [&](int i) {
         const int k0 = step_k0(i);
-#pragma unroll
-        for (int j = 0; j < NI; j++)
-            Deq::load_step(p.w, g, nr[j][0], nr[j][1], k0, lq, sc[j]);
         uint16_t *slot = xring + (i % U) * C::kXSlot;
         if (p.x_vec_ok && k0 + C::kStepK <= kend) {
             for (int c = lane; c < rows * 16; c += 32)
@@ -137,6 +126,15 @@ __global__ void __launch_bounds__(WK * 32) vg_decode_kernel(const KParams p)
                 slot[r * XS + c % C::kStepK] = k < kend ? xg[(size_t)r * K + k] : (uint16_t)0;
             }
         }
+    };
+
+    /* Step i's W and its scales into registers (weights only: no earlier
+     * kernel writes them, so the prologue loads them before grid_dep_wait). */
+    auto load_w = [&](int i, uint32_t (&buf)[NI][2][2][KW], StepScales (&sc)[NI]) {
+        const int k0 = step_k0(i);
+#pragma unroll
+        for (int j = 0; j < NI; j++)
+            Deq::load_step(p.w, g, nr[j][0], nr[j][1], k0, lq, sc[j]);
         if (p.w_vec_ok && k0 + C::kStepK <= K) {
 #pragma unroll
             for (int j = 0; j < NI; j++)
@@ -174,14 +172,33 @@ __global__ void __launch_bounds__(WK * 32) vg_decode_kernel(const KParams p)
             for (int e = 0; e < 4; e++)
                 acc[j][m][e] = 0.0f;
 
-    /* One cp.async group per step, committed even when empty, so that
-     * "all but the newest U-1 groups" is always step i's. */
     uint32_t wbuf[U][NI][2][2][KW];
     StepScales sc[U][NI];
 #pragma unroll
+    for (int u = 0; u < U; u++)
+        if (u < niter)
+            load_w(u, wbuf[u], sc[u]);
+
+    grid_dep_wait();
+    if (p.offsets) {
+        const int mt = blockIdx.y % p.mtiles;
+        const int beg = __ldg(p.offsets + g), end = __ldg(p.offsets + g + 1);
+        row0 = beg + mt * BM;
+        rows = min(BM, end - row0);
+    } else {
+        row0 = blockIdx.y * BM;
+        rows = min(BM, p.m - row0);
+    }
+    if (rows <= 0)
+        return; /* block-uniform, and no cp.async is in flight yet */
+    xg = p.x + (size_t)row0 * K;
+
+    /* One cp.async group per step, committed even when empty, so that
+     * "all but the newest U-1 groups" is always step i's. */
+#pragma unroll
     for (int u = 0; u < U; u++) {
         if (u < niter)
-            load_step(u, wbuf[u], sc[u]);
+            load_x(u);
         cp_async_commit();
     }
 
@@ -246,8 +263,10 @@ __global__ void __launch_bounds__(WK * 32) vg_decode_kernel(const KParams p)
                     }
             }
             __syncwarp(); /* every lane is done with the slot before it is refilled */
-            if (i + U < niter)
-                load_step(i + U, wbuf[u], sc[u]);
+            if (i + U < niter) {
+                load_x(i + U);
+                load_w(i + U, wbuf[u], sc[u]);
+            }
             cp_async_commit();
         }
     }

@@ -15,6 +15,9 @@
  */
 #include <cuda_runtime.h>
 
+#include <atomic>
+#include <stdlib.h>
+
 #include <string.h>
 
 #include "decode_kernel.cuh"
@@ -58,6 +61,32 @@ cudaError_t launch_one(const KParams &p, dim3 grid, cudaStream_t s)
     return cudaGetLastError();
 }
 
+/* Programmatic dependent launch for the decode kernels on SM90+
+ * (gemm_kernel.cuh, grid_dep_wait): a decode GEMM is short (a few us) and
+ * each launch pays a fixed ramp-up and tail; with the attribute the next
+ * launch's blocks start while this one drains and load their first weights
+ * before they wait for it.  VG_CUDA_PDL=0 in the environment turns it off
+ * (the benchmark's A/B).  The arch is looked up once per device. */
+bool pdl_enabled()
+{
+    static const bool env_off = [] {
+        const char *e = getenv("VG_CUDA_PDL");
+        return e && !strcmp(e, "0");
+    }();
+    int dev = 0;
+    if (env_off || cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
+        return false;
+    static std::atomic<int> major[64]; /* 0: not looked up yet; -1: unknown */
+    int m = major[dev].load(std::memory_order_relaxed);
+    if (m == 0) {
+        int v = 0;
+        m = cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && v > 0
+                ? v : -1;
+        major[dev].store(m, std::memory_order_relaxed);
+    }
+    return m >= 9;
+}
+
 /* The register-streaming decode kernel (decode_kernel.cuh). */
 template <class Deq, int NI, int WK, int MT, int U>
 cudaError_t launch_decode(const KParams &p, dim3 grid, cudaStream_t s)
@@ -70,8 +99,17 @@ cudaError_t launch_decode(const KParams &p, dim3 grid, cudaStream_t s)
         if (e != cudaSuccess)
             return e;
     }
-    kern<<<grid, C::kThreads, C::kSmem, s>>>(p);
-    return cudaGetLastError();
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(C::kThreads);
+    cfg.dynamicSmemBytes = C::kSmem;
+    cfg.stream = s;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl_enabled() ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kern, p);
 }
 
 template <class Deq, int NI, int WK, int MT, int U>

@@ -70,6 +70,28 @@ static __device__ __forceinline__ void cp_async16(void *dst, const void *src)
 #endif
 }
 
+/* Programmatic dependent launch (SM90+).  A kernel launched with the
+ * programmatic-serialization attribute may start while the kernel before it
+ * in the stream still runs; grid_dep_wait() blocks until that kernel has
+ * finished and its writes are visible, so everything read before it must
+ * not come from an earlier kernel (the weights and their scales, never X,
+ * offsets or the output).  grid_dep_launch() lets the next such kernel
+ * start once every block of this one has called it.  Both are no-ops on
+ * older archs and when the kernel was launched without the attribute. */
+static __device__ __forceinline__ void grid_dep_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+static __device__ __forceinline__ void grid_dep_launch()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 /* The same through L1 (.ca): data several blocks of one SM read again. */
 static __device__ __forceinline__ void cp_async16_l1(void *dst, const void *src)
 {
