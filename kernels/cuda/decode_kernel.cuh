@@ -9,11 +9,13 @@
  *
  * Block: WK warps, all on the same NI*16 weight rows; warp wk takes every
  * WK-th 128-long K step of the split's range (a step is one scale block for
- * every family).  Each warp runs its own pipeline, U steps deep, with no
- * block barrier: for step i it loads W straight from global memory into
- * registers and copies the step's X (rows x 128) by cp.async into slot i%U
- * of its own shared-memory ring, U steps ahead of use.  X passes through L1
- * (.ca), so blocks of one SM working on one group read it from L2 once.
+ * every family).  Each warp runs its own pipeline with no block barrier: it
+ * loads step i's W straight from global memory into registers UW steps
+ * ahead of use, and copies the step's X (rows x 128) by cp.async into slot
+ * i%U of its own shared-memory ring, U steps ahead (UW = 2U for the 4-bit
+ * families, whose steps are half as many bytes; U otherwise).  X passes
+ * through L1 (.ca), so blocks of one SM working on one group read it from
+ * L2 once.
  *
  * In a step, thread (g = lane/4, q = lane%4) holds rows g and g+8 of each
  * 16-row tile and, in each half h of the step, their 16 elements
@@ -45,6 +47,10 @@ struct DecodeCfg {
     /* Steps in flight per warp; fp16's steps are twice fp8's bytes (and
      * registers), so it keeps half as many. */
     static constexpr int U = Deq::kBits == 16 ? (UU / 2 > 1 ? UU / 2 : 1) : UU;
+    /* Steps of W in flight per warp (registers; X keeps U slots in shared
+     * memory): a 4-bit family's step is half fp8's bytes, so it runs twice
+     * as many ahead for the same bytes in flight and the same registers. */
+    static constexpr int UW = Deq::kBits == 4 ? 2 * U : U;
     static constexpr int kXStride = kStepK + 8; /* halves; 272 bytes: a fragment read hits 8 distinct banks */
     static constexpr int kXSlot = BM * kXStride; /* one step's X, halves */
     static constexpr int kXSmem = WK * U * kXSlot * 2;
@@ -77,7 +83,7 @@ template <class Deq, int NI, int WK, int MT, int UU>
 __global__ void __launch_bounds__(WK * 32) vg_decode_kernel(const KParams p)
 {
     using C = DecodeCfg<Deq, NI, WK, MT, UU>;
-    constexpr int U = C::U, KW = C::kWords, BM = C::BM, XS = C::kXStride;
+    constexpr int U = C::U, UW = C::UW, KW = C::kWords, BM = C::BM, XS = C::kXStride;
     extern __shared__ __align__(16) uint8_t smem[];
 
     /* Under programmatic dependent launch (SM90) the next layer's kernel may
@@ -172,10 +178,10 @@ __global__ void __launch_bounds__(WK * 32) vg_decode_kernel(const KParams p)
             for (int e = 0; e < 4; e++)
                 acc[j][m][e] = 0.0f;
 
-    uint32_t wbuf[U][NI][2][2][KW];
-    StepScales sc[U][NI];
+    uint32_t wbuf[UW][NI][2][2][KW];
+    StepScales sc[UW][NI];
 #pragma unroll
-    for (int u = 0; u < U; u++)
+    for (int u = 0; u < UW; u++)
         if (u < niter)
             load_w(u, wbuf[u], sc[u]);
 
@@ -208,15 +214,16 @@ __global__ void __launch_bounds__(WK * 32) vg_decode_kernel(const KParams p)
     for (int m = 0; m < MT; m++)
         xrow[m] = min(8 * m + lg, rows - 1) * XS + 16 * lq;
 
-    for (int i0 = 0; i0 < niter; i0 += U) {
+    /* i0 steps by UW, a multiple of U: step i's X slot i % U is u % U. */
+    for (int i0 = 0; i0 < niter; i0 += UW) {
 #pragma unroll
-        for (int u = 0; u < U; u++) {
+        for (int u = 0; u < UW; u++) {
             const int i = i0 + u;
             if (i >= niter)
                 break;
             cp_async_wait<U - 1>();
             __syncwarp();
-            const uint16_t *slot = xring + u * C::kXSlot;
+            const uint16_t *slot = xring + (u % U) * C::kXSlot;
             float t[NI][MT][4];
 #pragma unroll
             for (int j = 0; j < NI; j++)
@@ -263,11 +270,11 @@ __global__ void __launch_bounds__(WK * 32) vg_decode_kernel(const KParams p)
                     }
             }
             __syncwarp(); /* every lane is done with the slot before it is refilled */
-            if (i + U < niter) {
+            if (i + U < niter)
                 load_x(i + U);
-                load_w(i + U, wbuf[u], sc[u]);
-            }
             cp_async_commit();
+            if (i + UW < niter)
+                load_w(i + UW, wbuf[u], sc[u]);
         }
     }
     cp_async_wait<0>();
