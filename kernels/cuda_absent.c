@@ -44,6 +44,12 @@ vg_status vg_cuda_copy_to_host(void *dst, const void *src, size_t bytes)
     return absent();
 }
 vg_status vg_cuda_synchronize(void *stream) { (void)stream; return absent(); }
+vg_status vg_cuda_decode_pdl(int *pdl)
+{
+    if (pdl)
+        *pdl = 0;
+    return absent();
+}
 vg_status vg_cuda_stream_capturing(void *stream, int *capturing)
 {
     (void)stream;

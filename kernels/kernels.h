@@ -51,6 +51,10 @@ vg_status vg_cuda_copy_to_host(void *dst, const void *src, size_t bytes);
 vg_status vg_cuda_synchronize(void *stream);
 /* *capturing = 1 while `stream` is capturing a CUDA graph. */
 vg_status vg_cuda_stream_capturing(void *stream, int *capturing);
+/* *pdl = 1 when the decode kernels launch with programmatic dependent
+ * launch on the current device (SM90+, unless VG_CUDA_PDL=0): a property of
+ * the launch, not of the plan, that benchmark records name. */
+vg_status vg_cuda_decode_pdl(int *pdl);
 /* Median microseconds of `reps` launches after `warmup`, CUDA events. */
 vg_status vg_cuda_time_plan(const vg_plan *p, const vg_gemm_args *a, int warmup, int reps,
                             double *median_us);

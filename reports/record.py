@@ -350,6 +350,11 @@ def build_record(golden=(), bench=(), replay=None, coverage=None, runner="local"
     for path, obj in bench:
         run = {k: (obj[k] if obj[k] != "" else None) for k in BENCH_RUN if k != "source"}
         run["source"] = os.path.basename(path)
+        # Optional (bench files before 2026-12-03 lack it): "pdl" or "plain".
+        launch = obj.get("decode_launch")
+        if launch is not None and not isinstance(launch, str):
+            raise InputError(f"{path}.decode_launch: expected a string or null, got {_describe(launch)}")
+        run["decode_launch"] = launch
         rec["bench_runs"].append(run)
         backends.append(obj["backend"])
         # The GPU, driver and CUDA version come from a GPU run only (a CPU

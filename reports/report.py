@@ -669,10 +669,14 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
     for r in latest.records:
         cbw = ", ".join(f"{b['backend']} {b['copy_bandwidth_gbs']:.0f} GB/s" for b in r["bench_runs"]
                         if b["copy_bandwidth_gbs"])
+        launch = ", ".join(sorted({b.get("decode_launch") for b in r["bench_runs"]
+                                   if b.get("decode_launch")}))
         rows.append([r["runner"], r["shard"] or "-", r["host"], r["gpu"] or "none", r["driver"] or "-",
-                     r["cuda_version"] or "-", r["arch_list"] or "-", cbw or "-", r["policy_hash"] or "-",
+                     r["cuda_version"] or "-", r["arch_list"] or "-", launch or "-", cbw or "-",
+                     r["policy_hash"] or "-",
                      r["date"], os.path.basename(r["_file"])])
-    p.append(_table(["runner", "shard", "host", "GPU", "driver", "CUDA", "archs", "copy bandwidth",
+    p.append(_table(["runner", "shard", "host", "GPU", "driver", "CUDA", "archs", "decode launch",
+                     "copy bandwidth",
                      "policy hash", "date", "record"], rows))
     if latest.duplicates:
         p.append("<p class='warn'>Rows present in two records of this run (the first kept): "

@@ -1105,6 +1105,13 @@ static int write_json(bench *b)
     cJSON_AddStringToObject(root, "driver", drv);
     cJSON_AddStringToObject(root, "cuda_version", cuda);
     cJSON_AddStringToObject(root, "arch_list", archs);
+    /* How the decode kernels were launched (it moves their times by 1-2 us
+     * on SM90): "pdl", "plain", or null on the CPU. */
+    int pdl = 0;
+    if (b->o.cuda && vg_cuda_decode_pdl(&pdl) == VG_OK)
+        cJSON_AddStringToObject(root, "decode_launch", pdl ? "pdl" : "plain");
+    else
+        cJSON_AddNullToObject(root, "decode_launch");
     /* The policy of the last tune setting run (tune=on when both ran). */
     const vg_config *cfg = b->cfg[b->o.tunes[b->o.ntunes - 1]];
     uint64_t hash = 0;
@@ -1181,8 +1188,11 @@ int cmd_bench(int argc, char **argv)
         }
         if (o->peers && vg_cublas_create(&h) != VG_OK)
             fprintf(stderr, "voltgate bench: no cuBLAS peers: %s\n", vg_last_error());
-        printf("device: %s (sm_%d, %d SMs, L2 %zu MiB)\n", b.info.name, b.info.arch, b.info.sms,
-               b.info.l2_bytes >> 20);
+        int pdl = 0;
+        vg_cuda_decode_pdl(&pdl);
+        printf("device: %s (sm_%d, %d SMs, L2 %zu MiB); decode launch: %s\n", b.info.name,
+               b.info.arch, b.info.sms, b.info.l2_bytes >> 20,
+               pdl ? "pdl (programmatic dependent launch; VG_CUDA_PDL=0 turns it off)" : "plain");
     }
     b.rows = cJSON_CreateArray();
     if (measure_copy(&b))

@@ -323,6 +323,14 @@ extern "C" {
 
 size_t vg_cuda_plan_count(void) { return g_plan_count; }
 
+vg_status vg_cuda_decode_pdl(int *pdl)
+{
+    if (!pdl)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_cuda_decode_pdl: pdl is NULL");
+    *pdl = pdl_enabled() ? 1 : 0;
+    return VG_OK;
+}
+
 const vg_plan *vg_cuda_plan_at(size_t i) { return i < g_plan_count ? &g_plans[i].plan : NULL; }
 
 /* The one fixed rule.  Decode sizes (<= 16 rows): the streaming decode

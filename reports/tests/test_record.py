@@ -77,6 +77,16 @@ class Build(RecordTestCase):
         self.assertEqual(rec["arch_list"], "80 90")          # from the build, not the bench
         self.assertIsNone(rec["bench_runs"][0]["driver"])  # "" is no value
 
+    def test_decode_launch_is_carried_and_optional(self):
+        rec = self.build(bench=[("b.json", dict(self.bench, decode_launch="pdl"))])
+        self.assertEqual(rec["bench_runs"][0]["decode_launch"], "pdl")
+        old = dict(self.bench)
+        old.pop("decode_launch", None)                      # a bench file from before the key
+        self.assertIsNone(self.build(bench=[("b.json", old)])["bench_runs"][0]["decode_launch"])
+        with self.assertRaises(record.InputError) as cm:
+            self.build(bench=[("b.json", dict(self.bench, decode_launch=1))])
+        self.assertIn("decode_launch", str(cm.exception))
+
     def test_two_bench_files_keep_row_names_unique(self):
         rec = self.build(bench=[("bench-fp8.json", self.bench), ("bench-awq.json", self.bench)])
         names = [(r["backend"], r["name"]) for r in rec["bench"]]
