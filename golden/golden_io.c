@@ -435,6 +435,24 @@ static void seal_image(uint8_t *image, size_t len)
 
 /* Checks file's seal: VG_OK when it is sealed and intact, or when it holds
  * no seal but an HDF5 signature at byte 0 (*unsealed = 1); else the reason. */
+/* Reads up to len bytes, fewer only at the end of the file; *got says how
+ * many.  Returns 0 or an errno. */
+static int read_up_to(int fd, void *buf, size_t len, size_t *got)
+{
+    *got = 0;
+    while (*got < len) {
+        ssize_t n = read(fd, (uint8_t *)buf + *got, len - *got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return errno;
+        if (n == 0)
+            break;
+        *got += (size_t)n;
+    }
+    return 0;
+}
+
 static vg_status check_seal(const char *file, int *unsealed)
 {
     *unsealed = 0;
@@ -443,17 +461,7 @@ static vg_status check_seal(const char *file, int *unsealed)
         return ffail(file, VG_ERR_IO, "cannot open: %s", strerror(errno));
     uint8_t head[SEAL_BYTES];
     size_t got = 0;
-    int err = 0;
-    while (got < sizeof head) {
-        ssize_t n = read(fd, head + got, sizeof head - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            err = errno;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
+    int err = read_up_to(fd, head, sizeof head, &got);
     if (err) {
         close(fd);
         return ffail(file, VG_ERR_IO, "reading: %s", strerror(err));
@@ -484,16 +492,10 @@ static vg_status check_seal(const char *file, int *unsealed)
     vg_sha256_init(&c);
     uint8_t buf[1 << 16];
     unsigned long long have = 0;
-    for (;;) {
-        ssize_t n = read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            err = errno;
-        if (n <= 0)
-            break;
-        vg_sha256_update(&c, buf, (size_t)n);
-        have += (unsigned long long)n;
+    size_t n = 0;
+    while (!(err = read_up_to(fd, buf, sizeof buf, &n)) && n > 0) {
+        vg_sha256_update(&c, buf, n);
+        have += n;
     }
     close(fd);
     if (err)
