@@ -433,8 +433,6 @@ static void seal_image(uint8_t *image, size_t len)
              len - SEAL_BYTES);
 }
 
-/* Checks file's seal: VG_OK when it is sealed and intact, or when it holds
- * no seal but an HDF5 signature at byte 0 (*unsealed = 1); else the reason. */
 /* Reads up to len bytes, fewer only at the end of the file; *got says how
  * many.  Returns 0 or an errno. */
 static int read_up_to(int fd, void *buf, size_t len, size_t *got)
@@ -453,6 +451,8 @@ static int read_up_to(int fd, void *buf, size_t len, size_t *got)
     return 0;
 }
 
+/* Checks file's seal: VG_OK when it is sealed and intact, or when it holds
+ * no seal but an HDF5 signature at byte 0 (*unsealed = 1); else the reason. */
 static vg_status check_seal(const char *file, int *unsealed)
 {
     *unsealed = 0;
@@ -558,9 +558,18 @@ static void remove_stale_temporaries(const char *file)
     closedir(d);
 }
 
-/* Writes the file image to tmp with plain write(2) and fsync(2); on any
- * failure removes tmp and says why in one line (strerror). */
-static vg_status write_image(const char *file, const char *tmp, const void *image, size_t len)
+/* The temporary a writer of `file` uses: `<file>.tmp.<pid>`. */
+static vg_status temp_name(const char *file, char *tmp, size_t size)
+{
+    if ((size_t)snprintf(tmp, size, "%s.tmp.%ld", file, (long)getpid()) >= size)
+        return vg_fail(VG_ERR_INVALID_ARG, "golden write: file name too long: %s", file);
+    return VG_OK;
+}
+
+/* Replaces `file` with the image atomically: plain write(2) and fsync(2)
+ * into tmp, then rename(2); on any failure removes tmp and says why in one
+ * line (strerror). */
+static vg_status publish_image(const char *file, const char *tmp, const void *image, size_t len)
 {
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0)
@@ -591,6 +600,11 @@ static vg_status write_image(const char *file, const char *tmp, const void *imag
         return ffail(file, VG_ERR_IO, "writing %s (%zu of %zu bytes written): %s", tmp,
                      len - left, len, strerror(err));
     }
+    if (rename(tmp, file) != 0) {
+        err = errno;
+        unlink(tmp);
+        return ffail(file, VG_ERR_IO, "rename from %s: %s", tmp, strerror(err));
+    }
     return VG_OK;
 }
 
@@ -606,12 +620,12 @@ vg_status vg_golden_write(const char *file, const vg_golden_file *f)
         return ffail(file, st, "%s", vg_last_error());
 
     char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", file, (long)getpid()) >= sizeof tmp)
-        return vg_fail(VG_ERR_INVALID_ARG, "golden write: file name too long");
+    if ((st = temp_name(file, tmp, sizeof tmp)) != VG_OK)
+        return st;
     remove_stale_temporaries(file);
 
     /* The file is built in memory (HDF5's core driver, no backing store)
-     * and written out by write_image below: every disk error is then ours,
+     * and written out by publish_image below: every disk error is then ours,
      * with the OS's reason (Not a directory, Read-only file system,
      * Operation not permitted, No space left on device, File too large) in
      * one line, and HDF5 never holds a file whose close failed (with the
@@ -746,13 +760,9 @@ vg_status vg_golden_write(const char *file, const vg_golden_file *f)
 
     if (w.st == VG_OK) {
         seal_image(image, SEAL_BYTES + (size_t)image_len);
-        w.st = write_image(file, tmp, image, SEAL_BYTES + (size_t)image_len);
+        w.st = publish_image(file, tmp, image, SEAL_BYTES + (size_t)image_len);
     }
     free(image);
-    if (w.st == VG_OK && rename(tmp, file) != 0) {
-        w.st = ffail(file, VG_ERR_IO, "rename from %s: %s", tmp, strerror(errno));
-        unlink(tmp);
-    }
     return w.st;
 }
 
@@ -1666,15 +1676,8 @@ vg_status vg_golden_seal(const char *file)
     }
     seal_image(image, len);
     char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", file, (long)getpid()) >= sizeof tmp) {
-        free(image);
-        return vg_fail(VG_ERR_INVALID_ARG, "golden seal: file name too long");
-    }
-    st = write_image(file, tmp, image, len);
+    if ((st = temp_name(file, tmp, sizeof tmp)) == VG_OK)
+        st = publish_image(file, tmp, image, len);
     free(image);
-    if (st == VG_OK && rename(tmp, file) != 0) {
-        st = ffail(file, VG_ERR_IO, "rename from %s: %s", tmp, strerror(errno));
-        unlink(tmp);
-    }
     return st;
 }

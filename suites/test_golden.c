@@ -178,21 +178,6 @@ static void test_committed_set_coverage(void **state)
     assert_true(bytes < 24ll * 1024 * 1024);
 }
 
-static void *slurp(const char *path, size_t *len)
-{
-    FILE *fp = fopen(path, "rb");
-    assert_non_null(fp);
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    void *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, fp), (size_t)n);
-    fclose(fp);
-    *len = (size_t)n;
-    return buf;
-}
-
 /* Regenerating a committed file gives the same datasets (compared by
  * content through the reader, which also checks every SHA-256). */
 static void test_regenerate_matches_committed(void **state)
@@ -375,7 +360,7 @@ static void test_generate_write_read(void **state)
     assert_int_equal(vg_golden_generate(&a, &f), VG_OK);
     assert_int_equal(vg_golden_write(p2, &f), VG_OK);
     size_t l1, l2;
-    void *b1 = slurp(p1, &l1), *b2 = slurp(p2, &l2);
+    void *b1 = vgtest_read_file(p1, &l1), *b2 = vgtest_read_file(p2, &l2);
     assert_int_equal(l1, l2);
     assert_memory_equal(b1, b2, l1);
     free(b1);

@@ -281,26 +281,19 @@ static void test_pristine_copy_is_good(void **state)
 /* Writes dst = a seal over src's bytes + those bytes, as seal_image in
  * golden_io.c would (SCHEMA.md, "The seal"): a damaged HDF5 image that
  * carries a valid seal, for the reader's checks behind the seal. */
-static void forge_seal(const fixture *fx, const char *src, const char *dst)
+static void forge_seal(const char *src, const char *dst)
 {
-    (void)fx;
-    FILE *in = fopen(src, "rb");
-    assert_non_null(in);
-    fseek(in, 0, SEEK_END);
-    long n = ftell(in);
-    fseek(in, 0, SEEK_SET);
-    uint8_t *buf = malloc((size_t)n + 512);
-    assert_int_equal(fread(buf + 512, 1, (size_t)n, in), (size_t)n);
-    fclose(in);
-    char hex[65];
-    vg_sha256_hex(buf + 512, (size_t)n, hex);
-    memset(buf, 0, 512);
-    snprintf((char *)buf, 512, "voltgate-golden-seal/1\nsha256 %s\nbytes %ld\n", hex, n);
+    size_t n = 0;
+    void *image = vgtest_read_file(src, &n);
+    char hex[65], seal[512] = {0};
+    vg_sha256_hex(image, n, hex);
+    snprintf(seal, sizeof seal, "voltgate-golden-seal/1\nsha256 %s\nbytes %zu\n", hex, n);
     FILE *out = fopen(dst, "wb");
     assert_non_null(out);
-    assert_int_equal(fwrite(buf, 1, (size_t)n + 512, out), (size_t)n + 512);
+    assert_int_equal(fwrite(seal, 1, sizeof seal, out), sizeof seal);
+    assert_int_equal(fwrite(image, 1, n, out), n);
     fclose(out);
-    free(buf);
+    free(image);
 }
 
 /* Copies src without its first `skip` bytes to dst. */
@@ -629,7 +622,7 @@ static void test_duplicate_case_name_fuzz_input(void **state)
 {
     fixture *fx = *state;
     /* an unsealed HDF5 image that vg_golden_seal cannot read: forge its seal */
-    forge_seal(fx, "suites/fuzz/regressions/fuzz_golden/dup_case_name", fx->file);
+    forge_seal("suites/fuzz/regressions/fuzz_golden/dup_case_name", fx->file);
     expect_bad_as_is(fx, fx->file, VG_ERR_FORMAT, "group 'cases' lists the case name 't02' twice");
 }
 

@@ -393,8 +393,9 @@ static void test_child_refusal_message(void **state)
     free(e);
 }
 
-/* The child does not rebuild recipe weights (VG_GOLDEN_READ_NO_RECIPE); the
- * parent's own read still does and still refuses a stale recipe. */
+/* The child of `seal` does not rebuild recipe weights
+ * (VG_GOLDEN_READ_NO_RECIPE), so it seals an edit that makes the recipe
+ * stale; verify's read does rebuild it and refuses the file. */
 static void test_recipe_through_the_child(void **state)
 {
     (void)state;

@@ -87,25 +87,32 @@ static int usage_error(const char *cmd, const char *fmt, const char *arg)
     return VG_EXIT_USAGE;
 }
 
-/* ---- reading a file that may crash libhdf5 ------------------------------------------ */
+/* ---- reading golden files ------------------------------------------------------------ */
 
-/* libhdf5 1.10.x is not memory-safe on damaged files (a use-after-free
- * under H5Aexists, found by fuzzing: suites/fuzz/regressions/fuzz_golden/
- * hdf5_uaf_attr_exists).  So verify and info first read each file in a
- * forked child (vg_golden_read_flags with VG_GOLDEN_READ_NO_RECIPE: every
- * HDF5 parse and stored dataset, without rebuilding a recipe weight):
+/* Reads file into *f for `cmd`; 0, or -1 after printing the reader's one
+ * line.  The reader refuses any file whose seal (SCHEMA.md) is not intact
+ * before libhdf5 parses a byte, so a damaged file cannot crash the tool. */
+static int read_golden(const char *cmd, const char *file, vg_golden_file *f)
+{
+    if (vg_golden_read(file, f) == VG_OK)
+        return 0;
+    fprintf(stderr, "voltgate golden %s: %s\n", cmd, vg_last_error());
+    return -1;
+}
+
+/* `seal` must parse an unsealed (or edited) file, and libhdf5 1.10.x is not
+ * memory-safe on damaged ones (a use-after-free and a heap overflow under
+ * H5Aexists, found by fuzzing: suites/fuzz/regressions/fuzz_golden/hdf5_*).
+ * So it first reads the file in a forked child (vg_golden_read_flags with
+ * VG_GOLDEN_READ_NO_SEAL | VG_GOLDEN_READ_NO_RECIPE: every HDF5 parse and
+ * stored dataset, without rebuilding a recipe weight):
  *   - the child crashes: "<file>: damaged file (the HDF5 library crashed
- *     reading it: signal N)", and the file is not used (exit 2);
+ *     reading it: signal N)", and the file is left alone (exit 2);
  *   - the child refuses the file: its one-line message, passed up a pipe;
- *   - the child accepts it: the parent reads it for real.
- * Since golden files are sealed (SCHEMA.md, "The seal"), damaged bytes are
- * refused before HDF5 sees them; the child stays for files whose seal is
- * intact but whose HDF5 image is not what vg_golden_write makes, and it is
- * what `seal` needs: child_flags adds VG_GOLDEN_READ_NO_SEAL there.
- * Returns 0 with *f read (f NULL: only the child's check), or -1 after
- * printing the reason (prefix `cmd`). */
-static int read_golden_checked(const char *cmd, const char *file, unsigned child_flags,
-                               vg_golden_file *f)
+ *   - the child accepts it (or no child could be had: pipe or fork failed):
+ *     0, and the caller seals it.
+ * Returns 0, or -1 after printing the reason (prefix `cmd`). */
+static int check_in_child(const char *cmd, const char *file)
 {
     int fds[2] = {-1, -1};
     fflush(NULL);
@@ -117,7 +124,8 @@ static int read_golden_checked(const char *cmd, const char *file, unsigned child
     if (pid == 0) {
         close(fds[0]);
         vg_golden_file probe;
-        vg_status st = vg_golden_read_flags(file, VG_GOLDEN_READ_NO_RECIPE | child_flags, &probe);
+        vg_status st = vg_golden_read_flags(file, VG_GOLDEN_READ_NO_RECIPE | VG_GOLDEN_READ_NO_SEAL,
+                                            &probe);
         if (st == VG_OK) {
             vg_golden_free(&probe);
             _exit(0);
@@ -166,12 +174,6 @@ static int read_golden_checked(const char *cmd, const char *file, unsigned child
                         WIFEXITED(status) ? WEXITSTATUS(status) : -1);
             return -1;
         }
-    }
-    /* here: the child accepted the file, or there was no child to be had
-     * (pipe or fork failed: read in this process, as without the check) */
-    if (f && vg_golden_read(file, f) != VG_OK) {
-        fprintf(stderr, "voltgate golden %s: %s\n", cmd, vg_last_error());
-        return -1;
     }
     return 0;
 }
@@ -652,7 +654,7 @@ static int cmd_verify(int argc, char **argv)
             continue;
         vg_golden_file f;
         vg_status st;
-        if (read_golden_checked("verify", files.items[i], 0, &f) != 0) {
+        if (read_golden("verify", files.items[i], &f) != 0) {
             bad_file = 1;
             continue;
         }
@@ -787,7 +789,7 @@ static int cmd_info(int argc, char **argv)
     int rc = VG_EXIT_OK;
     for (int i = 1; i < argc; i++) {
         vg_golden_file f;
-        if (read_golden_checked("info", argv[i], 0, &f) != 0) {
+        if (read_golden("info", argv[i], &f) != 0) {
             rc = VG_EXIT_USAGE;
             continue;
         }
@@ -826,7 +828,7 @@ static int cmd_seal(int argc, char **argv)
     }
     int rc = VG_EXIT_OK;
     for (int i = 1; i < argc; i++) {
-        if (read_golden_checked("seal", argv[i], VG_GOLDEN_READ_NO_SEAL, NULL) != 0) {
+        if (check_in_child("seal", argv[i]) != 0) {
             rc = VG_EXIT_USAGE;
             continue;
         }

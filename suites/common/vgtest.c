@@ -48,6 +48,23 @@ int vgtest_have_cuda(void)
     return vg_cuda_device_count(&count) == VG_OK && count > 0;
 }
 
+void *vgtest_read_file(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        fail_msg("cannot open %s", path);
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, fp), (size_t)n);
+    fclose(fp);
+    buf[n] = '\0';
+    *len = (size_t)n;
+    return buf;
+}
+
 char *vgtest_mkdtemp(void)
 {
     const char *base = getenv("TMPDIR");

@@ -39,6 +39,10 @@ int vgtest_have_cuda(void);
         }                                                    \
     } while (0)
 
+/* The whole file at path (malloc'ed, one NUL byte past *len); fails the
+ * test when it cannot be read. */
+void *vgtest_read_file(const char *path, size_t *len);
+
 /* A fresh folder under $TMPDIR for one test; removed by vgtest_rmtree(). */
 char *vgtest_mkdtemp(void);
 void vgtest_rmtree(const char *path);
