@@ -49,20 +49,48 @@ struct DecodeCfg {
     static constexpr int U = Deq::kBits == 16 ? (UU / 2 > 1 ? UU / 2 : 1) : UU;
     /* Steps of W in flight per warp (registers; X keeps U slots in shared
      * memory): a 4-bit family's step is half fp8's bytes, so it runs twice
-     * as many ahead for the same bytes in flight and the same registers. */
-    static constexpr int UW = Deq::kBits == 4 ? 2 * U : U;
+     * as many ahead for the same bytes in flight and the same registers --
+     * up to 4: 8 steps with their scales spill under the register cap
+     * below (and measured 22 us against 12.6 at wo_a before the cap). */
+    static constexpr int UW = Deq::kBits == 4 && U <= 2 ? 2 * U : U;
     static constexpr int kXStride = kStepK + 8; /* halves; 272 bytes: a fragment read hits 8 distinct banks */
     static constexpr int kXSlot = BM * kXStride; /* one step's X, halves */
     static constexpr int kXSmem = WK * U * kXSlot * 2;
     static constexpr int kRedSmem = (WK - 1) * BM * BN * 4;
     static constexpr int kSmem = kXSmem + kRedSmem;
+    /* Blocks per SM the register budget must allow (__launch_bounds__):
+     * for 16-row plans, 16 warps' worth, i.e. at most 128 registers per
+     * thread.  Left to itself nvcc gives some of them 80 registers (W
+     * loads issued late: fp8 wo_a 11.6 us against 11.0 at 128) and others
+     * 150-190 (3 blocks per SM: fp8 4096x14336 with 8 warps, U=4: 23.1 us
+     * against 17.2).  32-row plans keep nvcc's choice: the cap made the
+     * 4-warp one slower (fp8 wo_a 12.2 us against 11.2 at its own 184) and
+     * others spill.  H200, kernels/cuda/NOTES.md, session 4. */
+    static constexpr int kMinBlocks = NI == 1 && WK < 16 ? 16 / WK : 1;
 };
 
-/* kWords 32-bit words from global memory at p through the read-only path
- * (16-byte aligned for 4 and 8 words, 8-byte for 2). */
+/* W words from global memory at p through the read-only path (16-byte
+ * aligned for 4 and 8 words, 8-byte for 2).  On SM80+ the load skips L1
+ * (W is read once; L1 keeps X, which every block of a group reads) and asks
+ * L2 for the whole 256-byte segment, whose other half the neighbour warp of
+ * the block reads next: 1-4 % faster than plain __ldg on the H200 for every
+ * family (kernels/cuda/NOTES.md, session 4). */
 template <int W>
 static __device__ __forceinline__ void ldg_words(const uint8_t *p, uint32_t out[W])
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if constexpr (W == 2) {
+        asm("ld.global.nc.L1::no_allocate.L2::256B.v2.u32 {%0,%1}, [%2];\n"
+            : "=r"(out[0]), "=r"(out[1])
+            : "l"(p));
+    } else {
+#pragma unroll
+        for (int i = 0; i < W / 4; i++)
+            asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                : "=r"(out[4 * i]), "=r"(out[4 * i + 1]), "=r"(out[4 * i + 2]), "=r"(out[4 * i + 3])
+                : "l"(p + 16 * i));
+    }
+#else
     if constexpr (W == 2) {
         const uint2 v = __ldg(reinterpret_cast<const uint2 *>(p));
         out[0] = v.x;
@@ -77,10 +105,11 @@ static __device__ __forceinline__ void ldg_words(const uint8_t *p, uint32_t out[
             out[4 * i + 3] = v.w;
         }
     }
+#endif
 }
 
 template <class Deq, int NI, int WK, int MT, int UU>
-__global__ void __launch_bounds__(WK * 32) vg_decode_kernel(const KParams p)
+__global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMinBlocks)) vg_decode_kernel(const KParams p)
 {
     using C = DecodeCfg<Deq, NI, WK, MT, UU>;
     constexpr int U = C::U, UW = C::UW, KW = C::kWords, BM = C::BM, XS = C::kXStride;

@@ -57,6 +57,7 @@ struct KWeight {
     int32_t n, k;
     size_t q_group_bytes, scale_group_bytes, zero_group_bytes;
     int32_t scale_cols;       /* columns of the scale array (per row / per 128 rows) */
+    int32_t scale_vec_ok;     /* scale rows may be read 4 bytes at a time (DeqMXFP4Words) */
     size_t q_row_bytes;       /* bytes of one weight row */
 };
 
@@ -190,10 +191,14 @@ static __device__ __forceinline__ void e2m1x16_decode(const uint32_t w[2], uint3
         }
 }
 
-/* FP16x2 bits of 2^e in both halves, e <= 15; 0 below FP16's subnormals. */
+/* FP16x2 bits of 2^e in both halves, for -14 <= e <= 15; 0 below.  The
+ * pre-scales that need it only multiply an E2M1 decode (at most 6 * 2^-14),
+ * and for e <= -15 that product is under half FP16's least subnormal, so it
+ * rounds to zero whatever the scale: FP16's subnormal scales are never
+ * needed, and the branch-free form costs two instructions. */
 static __device__ __forceinline__ uint32_t f16x2_pow2(int e)
 {
-    uint32_t b = e >= -14 ? (uint32_t)(e + 15) << 10 : e >= -24 ? 1u << (e + 24) : 0u;
+    const uint32_t b = (uint32_t)max(e + 15, 0) << 10;
     return b | (b << 16);
 }
 
@@ -208,11 +213,15 @@ struct DeqNVFP4 {
     static constexpr bool kPostScale = false;
     static constexpr bool kPostPerBlock = false;
     static constexpr int kScaleK = 128;
-    static __device__ __forceinline__ uint32_t scale_code(uint8_t c)
+    /* The E4M3 code c to FP16x2 s * 2^6 in both halves: the fp8 bit decode
+     * gives s * 2^-8 (exact, subnormals included) and one multiply by 2^14
+     * (exact: at most 448 * 64).  The float conversion this replaces made
+     * nvfp4 wo_a 15.8 us instead of 12.6 (NOTES.md, session 4). */
+    static __device__ __forceinline__ uint32_t scale_code(uint32_t c)
     {
-        const __half h = __float2half_rn(vg_e4m3_to_f32(c) * 64.0f); /* exact */
-        const uint16_t b = __half_as_ushort(h);
-        return (uint32_t)b | ((uint32_t)b << 16);
+        uint32_t b = e4m3x2_to_f16x2_scaled(c, 0x0404u);
+        const __half2 h = __hmul2(*reinterpret_cast<const __half2 *>(&b), __float2half2_rn(16384.0f));
+        return *reinterpret_cast<const uint32_t *>(&h);
     }
     static __device__ __forceinline__ uint32_t prescale(const KWeight &w, int g, int n, int k)
     {
@@ -280,8 +289,22 @@ struct DeqMXFP4 {
         const int e = __ldg(s + k / VG_MXFP4_GROUP);
         return f16x2_pow2(e - block_max_exp(w, g, n, k / 128) + 14);
     }
-    /* The step is one 128 block: its four exponents, the largest as the
-     * post-scale; half h holds the 32-groups 2h + q/2. */
+    /* Row r's scales for a step from its four exponents ew (byte i: the
+     * step's 32-group i): the largest as the post-scale, half h holds the
+     * 32-groups 2h + q/2.  The post-scale is built from bits (the code 0xFF,
+     * NaN in E8M0, gives infinity): vg_e8m0_to_f32's NaN test cost mxfp4
+     * wo_a 3 % (NOTES.md, session 4). */
+    static __device__ __forceinline__ void step_scales(uint32_t ew, int q, int r, StepScales &s)
+    {
+        const int emax = max(max((int)(ew & 0xFFu), (int)((ew >> 8) & 0xFFu)),
+                             max((int)((ew >> 16) & 0xFFu), (int)(ew >> 24)));
+        s.post[r] = __uint_as_float(emax ? (uint32_t)emax << 23 : 0x00400000u); /* 0: 2^-127 */
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            s.pre[r][h] = f16x2_pow2((int)((ew >> (16 * h + 8 * (q >> 1))) & 0xFFu) - emax + 14);
+    }
+    /* The step is one 128 block: its four exponents, a byte each (groups
+     * past the row read 0).  DeqMXFP4Words reads them as one word. */
     static __device__ __forceinline__ void load_step(const KWeight &w, int g, int n0, int n1, int k0, int q,
                                                      StepScales &s)
     {
@@ -290,16 +313,12 @@ struct DeqMXFP4 {
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             const uint8_t *row = base + (size_t)(r ? n1 : n0) * w.scale_cols;
-            int e[4], emax = 0;
+            uint32_t ew = 0;
 #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                e[i] = c0 + i < w.scale_cols ? __ldg(row + c0 + i) : 0;
-                emax = max(emax, e[i]);
-            }
-            s.post[r] = vg_e8m0_to_f32((uint8_t)emax);
-#pragma unroll
-            for (int h = 0; h < 2; h++)
-                s.pre[r][h] = f16x2_pow2((q < 2 ? e[2 * h] : e[2 * h + 1]) - emax + 14);
+            for (int i = 0; i < 4; i++)
+                if (c0 + i < w.scale_cols)
+                    ew |= (uint32_t)__ldg(row + c0 + i) << (8 * i);
+            step_scales(ew, q, r, s);
         }
     }
     static __device__ __forceinline__ void decode16(const uint8_t *p, uint32_t s, uint32_t out[8])
@@ -317,24 +336,43 @@ struct DeqMXFP4 {
     static __device__ __forceinline__ float epilogue(const KWeight &) { return 1.0f; }
 };
 
+/* MXFP4 for the decode kernel when every scale row is 4-byte aligned and
+ * a whole number of steps long (KWeight.scale_vec_ok): a step's four
+ * exponents in one 32-bit load.  A separate type, not a run-time branch in
+ * load_step: the launcher picks it (gemm.cu), and mxfp4 wo_a took 14.2 us
+ * with the branch, 12.6 without (four byte loads: 15.4). */
+struct DeqMXFP4Words : DeqMXFP4 {
+    static __device__ __forceinline__ void load_step(const KWeight &w, int g, int n0, int n1, int k0, int q,
+                                                     StepScales &s)
+    {
+        const uint8_t *base = w.scale + (size_t)g * w.scale_group_bytes;
+        const int c0 = k0 / VG_MXFP4_GROUP;
+#pragma unroll
+        for (int r = 0; r < 2; r++)
+            step_scales(__ldg(reinterpret_cast<const uint32_t *>(base + (size_t)(r ? n1 : n0) * w.scale_cols + c0)),
+                        q, r, s);
+    }
+};
+
 /* ---- AWQ (INT4 in AWQ nibble order, FP16 scale and zero per 128) ----------------
- * w = (q - zero) * scale in FP16 (q - zero is an exact integer in [-15, 15];
- * the product rounds once, as in AWQ's own kernels). prescale packs the
- * FP16 scale (low half) and zero (high half).  AWQ's order puts logical
- * elements 2j and 2j+1 in nibbles j and j+4, so one mask picks a pair, and
- * OR-ing 0x6400 (FP16 1024) into each half makes 1024 + q exactly. */
+ * q - zero in FP16 before the MMA (q an integer in [0, 15]: the same FP16
+ * subtraction AWQ's kernels make), the FP16 scale after it in FP32: the
+ * scale is one per 128 along K, i.e. per decode step, so this saves a
+ * multiply per element pair (awq wo_a 11.0 us against 11.8) and rounds
+ * once less than AWQ's FP16 product.  prescale packs the zero in both
+ * halves.  AWQ's order puts logical elements 2j and 2j+1 in nibbles j and
+ * j+4, so one mask picks a pair, and OR-ing 0x6400 (FP16 1024) into each
+ * half makes 1024 + q exactly. */
 struct DeqAWQ {
     static constexpr int kBits = 4;
     static constexpr bool kPreScale = true;
-    static constexpr bool kPostScale = false;
+    static constexpr bool kPostScale = true;
     static constexpr bool kPostPerBlock = false;
-    static constexpr int kScaleK = 128;
+    static constexpr int kScaleK = VG_AWQ_GROUP;
     static __device__ __forceinline__ uint32_t prescale(const KWeight &w, int g, int n, int k)
     {
-        const uint16_t *s = reinterpret_cast<const uint16_t *>(w.scale + (size_t)g * w.scale_group_bytes);
         const uint16_t *z = reinterpret_cast<const uint16_t *>(w.zero + (size_t)g * w.zero_group_bytes);
-        const size_t i = (size_t)n * w.scale_cols + k / VG_AWQ_GROUP;
-        return (uint32_t)__ldg(s + i) | ((uint32_t)__ldg(z + i) << 16);
+        return (uint32_t)__ldg(z + (size_t)n * w.scale_cols + k / VG_AWQ_GROUP) * 0x10001u;
     }
     /* The step is one 128 group: one scale and zero per row. */
     static __device__ __forceinline__ void load_step(const KWeight &w, int g, int n0, int n1, int k0, int,
@@ -342,19 +380,18 @@ struct DeqAWQ {
     {
         s.pre[0][0] = s.pre[0][1] = prescale(w, g, n0, k0);
         s.pre[1][0] = s.pre[1][1] = prescale(w, g, n1, k0);
+        s.post[0] = postscale(w, g, n0, k0 / VG_AWQ_GROUP);
+        s.post[1] = postscale(w, g, n1, k0 / VG_AWQ_GROUP);
     }
-    static __device__ __forceinline__ void decode16(const uint8_t *p, uint32_t sz, uint32_t out[8])
+    static __device__ __forceinline__ void decode16(const uint8_t *p, uint32_t zz, uint32_t out[8])
     {
         const uint2 v = *reinterpret_cast<const uint2 *>(p);
         const uint32_t w[2] = {v.x, v.y};
-        decode_words(w, sz, out);
+        decode_words(w, zz, out);
     }
-    static __device__ __forceinline__ void decode_words(const uint32_t w[2], uint32_t sz, uint32_t out[8])
+    static __device__ __forceinline__ void decode_words(const uint32_t w[2], uint32_t zz, uint32_t out[8])
     {
-        const __half sc = __ushort_as_half((uint16_t)(sz & 0xFFFFu));
-        const __half ze = __ushort_as_half((uint16_t)(sz >> 16));
-        const __half2 sc2 = __halves2half2(sc, sc);
-        const __half2 ze2 = __halves2half2(ze, ze);
+        const __half2 ze2 = *reinterpret_cast<const __half2 *>(&zz);
         const __half2 k1024 = __float2half2_rn(1024.0f);
 #pragma unroll
         for (int i = 0; i < 2; i++)
@@ -362,11 +399,15 @@ struct DeqAWQ {
             for (int j = 0; j < 4; j++) {
                 uint32_t qm = ((w[i] >> (4 * j)) & 0x000F000Fu) | 0x64006400u;
                 const __half2 q = __hsub2(*reinterpret_cast<__half2 *>(&qm), k1024); /* exact */
-                __half2 h = __hmul2(__hsub2(q, ze2), sc2);
+                __half2 h = __hsub2(q, ze2);
                 out[4 * i + j] = *reinterpret_cast<uint32_t *>(&h);
             }
     }
-    static __device__ __forceinline__ float postscale(const KWeight &, int, int, int) { return 1.0f; }
+    static __device__ __forceinline__ float postscale(const KWeight &w, int g, int n, int kb)
+    {
+        const uint16_t *s = reinterpret_cast<const uint16_t *>(w.scale + (size_t)g * w.scale_group_bytes);
+        return __half2float(__ushort_as_half(__ldg(s + (size_t)n * w.scale_cols + kb)));
+    }
     static __device__ __forceinline__ float epilogue(const KWeight &) { return 1.0f; }
 };
 
