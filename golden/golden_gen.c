@@ -385,6 +385,7 @@ typedef struct set_entry {
     vg_path path;
     int32_t n, k, groups;
     int fp8_only;            /* only for the fp8 family */
+    int every_family;        /* a variant made for every family (else fp8 and fp16 only) */
     vg_dtype y_dtype;
     int recipe;
     int which_cases;         /* index into the case lists below */
@@ -407,15 +408,17 @@ enum { CASES_DENSE, CASES_DENSE_SHORT, CASES_GROUP, CASES_WO_A, CASES_MOE };
 
 /* Ragged shapes: N and K off the 128 grid (K a multiple of 8 for awq). */
 static const set_entry CI_SET[] = {
-    {"", VG_PATH_DENSE, 200, 392, 1, 0, VG_DTYPE_F32, 0, CASES_DENSE},
-    {"", VG_PATH_GROUPED, 136, 264, 3, 0, VG_DTYPE_F32, 0, CASES_GROUP},
-    {"", VG_PATH_LOOP, 152, 200, 3, 0, VG_DTYPE_F32, 0, CASES_GROUP},
-    {"", VG_PATH_MOE, 88, 136, 8, 0, VG_DTYPE_F32, 0, CASES_MOE},
-    {"-aligned", VG_PATH_DENSE, 256, 512, 1, 0, VG_DTYPE_F32, 0, CASES_DENSE_SHORT},
-    {"-f16out", VG_PATH_DENSE, 200, 392, 1, 0, VG_DTYPE_F16, 0, CASES_DENSE_SHORT},
+    {"", VG_PATH_DENSE, 200, 392, 1, 0, 0, VG_DTYPE_F32, 0, CASES_DENSE},
+    {"", VG_PATH_GROUPED, 136, 264, 3, 0, 0, VG_DTYPE_F32, 0, CASES_GROUP},
+    {"", VG_PATH_LOOP, 152, 200, 3, 0, 0, VG_DTYPE_F32, 0, CASES_GROUP},
+    {"", VG_PATH_MOE, 88, 136, 8, 0, 0, VG_DTYPE_F32, 0, CASES_MOE},
+    /* N and K on the 128 grid: the kernels' whole-step paths (no K tail,
+     * vector loads, mxfp4's one-word exponents), for every family */
+    {"-aligned", VG_PATH_DENSE, 256, 512, 1, 0, 1, VG_DTYPE_F32, 0, CASES_DENSE_SHORT},
+    {"-f16out", VG_PATH_DENSE, 200, 392, 1, 0, 0, VG_DTYPE_F16, 0, CASES_DENSE_SHORT},
     /* DeepSeek-V4 wo_a: 8 groups of 1024 x 4096 at 6 tokens per group; the
      * 32 MiB weight is a recipe (regenerated and hash-checked on read) */
-    {"-wo_a", VG_PATH_GROUPED, 1024, 4096, 8, 1, VG_DTYPE_F32, 1, CASES_WO_A},
+    {"-wo_a", VG_PATH_GROUPED, 1024, 4096, 8, 1, 0, VG_DTYPE_F32, 1, CASES_WO_A},
 };
 
 vg_status vg_golden_generate_set(const char *set_name, const char *dir, const char *only,
@@ -432,12 +435,14 @@ vg_status vg_golden_generate_set(const char *set_name, const char *dir, const ch
     uint64_t seed = 1;
     for (size_t e = 0; e < sizeof CI_SET / sizeof CI_SET[0]; e++) {
         const set_entry *s = &CI_SET[e];
-        /* the f16-output and aligned variants exist for fp8 and fp16 only,
-         * to keep the set small */
+        /* the f16-output variant exists for fp8 and fp16 only, to keep the
+         * set small; a skipped family still takes its seed, so adding a
+         * family to a variant leaves every other file as it was */
         for (int fam = 0; fam < VG_FAMILY_COUNT; fam++, seed++) {
             if (s->fp8_only && fam != VG_FAMILY_FP8)
                 continue;
-            if (s->variant[0] && !s->fp8_only && fam != VG_FAMILY_FP8 && fam != VG_FAMILY_FP16)
+            if (s->variant[0] && !s->fp8_only && !s->every_family && fam != VG_FAMILY_FP8 &&
+                fam != VG_FAMILY_FP16)
                 continue;
             vg_golden_gen_args a;
             memset(&a, 0, sizeof a);

@@ -110,8 +110,9 @@ static void test_committed_set_cuda_heuristic(void **state)
 }
 
 /* The set covers every family x path, the dense M list, grouped and loop
- * 1..16, 17, 32, a moe routing with an empty expert, ragged shapes, the
- * wo_a shape, and stays under 24 MiB. */
+ * 1..16, 17, 32, a moe routing with an empty expert, ragged shapes and
+ * shapes on the 128 grid (the kernels' whole-step paths) for every family,
+ * the wo_a shape, and stays under 24 MiB. */
 static void test_committed_set_coverage(void **state)
 {
     (void)state;
@@ -121,7 +122,8 @@ static void test_committed_set_coverage(void **state)
     unsigned dense_seen[VG_FAMILY_COUNT] = {0};
     uint64_t tok_seen[VG_FAMILY_COUNT][VG_PATH_COUNT] = {{0}};
     int path_seen[VG_FAMILY_COUNT][VG_PATH_COUNT] = {{0}};
-    int moe_zero[VG_FAMILY_COUNT] = {0}, ragged[VG_FAMILY_COUNT] = {0}, wo_a = 0;
+    int moe_zero[VG_FAMILY_COUNT] = {0}, ragged[VG_FAMILY_COUNT] = {0}, aligned[VG_FAMILY_COUNT] = {0};
+    int wo_a = 0;
     long long bytes = 0;
     for (int i = 0; i < n; i++) {
         char path[4200];
@@ -135,6 +137,8 @@ static void test_committed_set_coverage(void **state)
         path_seen[f.family][f.path] = 1;
         if (f.n % 128 && f.k % 128)
             ragged[f.family] = 1;
+        if (f.n % 128 == 0 && f.k % 128 == 0)
+            aligned[f.family] = 1;
         for (int32_t c = 0; c < f.ncases; c++) {
             const vg_golden_case *k = &f.cases[c];
             if (f.path == VG_PATH_DENSE)
@@ -172,6 +176,8 @@ static void test_committed_set_coverage(void **state)
         assert_true(tok_seen[fam][VG_PATH_LOOP] == want_tok);
         assert_true(moe_zero[fam]);
         assert_true(ragged[fam]);
+        if (!aligned[fam])
+            fail_msg("no %s file with N and K on the 128 grid", vg_family_name((vg_family)fam));
     }
     assert_true(wo_a);
     print_message("committed set: %d files, %.2f MiB\n", n, bytes / 1048576.0);
