@@ -72,9 +72,10 @@ struct DecodeCfg {
 /* W words from global memory at p through the read-only path (16-byte
  * aligned for 4 and 8 words, 8-byte for 2).  On SM80+ the load skips L1
  * (W is read once; L1 keeps X, which every block of a group reads) and asks
- * L2 for the whole 256-byte segment, whose other half the neighbour warp of
- * the block reads next: 1-4 % faster than plain __ldg on the H200 for every
- * family (kernels/cuda/NOTES.md, session 4). */
+ * L2 for the whole 256-byte segment, the rest of which the block's next
+ * warps read (they take the next steps of the same rows): 1-4 % faster
+ * than plain __ldg on the H200 for fp8, awq, mxfp4 and nvfp4
+ * (kernels/cuda/NOTES.md, session 4). */
 template <int W>
 static __device__ __forceinline__ void ldg_words(const uint8_t *p, uint32_t out[W])
 {

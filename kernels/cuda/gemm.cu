@@ -350,6 +350,7 @@ const vg_plan *vg_cuda_plan_at(size_t i) { return i < g_plan_count ? &g_plans[i]
  * prefill tile. */
 const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k)
 {
+    (void)k;
     if ((unsigned)f >= VG_FAMILY_COUNT || (unsigned)path >= VG_PATH_COUNT)
         return NULL;
     const int big = rows > 8;
@@ -369,10 +370,6 @@ const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_
              "cuda.dense.decode.m8n32w4.u2.sk4"},
             {"cuda.dense.decode.m16n16w8.u2.sk1", "cuda.dense.decode.m16n32w4.u2.sk2",
              "cuda.dense.decode.m16n32w4.u2.sk4"}};
-        /* long rows keep more steps in flight (fp8 4096x14336: 17.2 us
-         * against 17.9) */
-        if (tiles >= 192 && k >= 8192)
-            return by_id(big ? "cuda.dense.decode.m16n16w8.u4.sk1" : "cuda.dense.decode.m8n16w8.u4.sk1");
         return by_id(ids[big][tiles >= 192 ? 0 : tiles >= 48 ? 1 : 2]);
     }
     if (rows <= 64)
