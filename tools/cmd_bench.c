@@ -66,11 +66,14 @@ typedef struct opts {
     int rotate;               /* 0 = automatic */
     int shard_i, shard_n;
     int peers;
+    const char *plans;        /* --plan: NULL, "all" or one plan id, forced instead of --tune */
 } opts;
 
 /* What the tables print, kept per row. */
 typedef struct result {
     char name[128];
+    char path[16];
+    int tokens;
     char plan[96];
     const char *decision;
     double median_us, bw_frac, rel_rms, tflops;
@@ -228,6 +231,8 @@ static void add_row(bench *b, const char *name, const char *kind, const char *pa
     result *t = new_result(b);
     if (t) {
         snprintf(t->name, sizeof t->name, "%s", name);
+        snprintf(t->path, sizeof t->path, "%s", path);
+        t->tokens = tokens;
         snprintf(t->plan, sizeof t->plan, "%s", plan ? plan : "n/a");
         t->decision = decision ? decision : "n/a";
         t->median_us = med;
@@ -351,9 +356,22 @@ static double rel_rms_f16(const uint16_t *y, const double *ref, size_t count)
 }
 
 /* Times one layer call (path, rows per group) through the runtime. */
+/* One call: through the runtime's decision, or the plan --plan forces. */
+static vg_status gemm_call(bench *b, const vg_plan *forced, const vg_gemm_args *a,
+                           vg_dispatch_info *info)
+{
+    if (!forced)
+        return vg_gemm(b->dev, "gemm", a, info);
+    if (info) {
+        info->plan = forced;
+        info->path = a->path;
+    }
+    return vg_gemm_with_plan(b->dev, forced->id, a);
+}
+
 static int run_kernel_row(bench *b, const char *name, const wset *w, vg_family fam,
                           vg_path path, int tokens, int m, const int32_t *offsets,
-                          const uint16_t *x16, const double *ref, int tune)
+                          const uint16_t *x16, const double *ref, int tune, const vg_plan *forced)
 {
     const int N = w->N, K = w->K;
     size_t ybytes = (size_t)m * N * 2;
@@ -385,12 +403,12 @@ static int run_kernel_row(bench *b, const char *name, const wset *w, vg_family f
     a.w.q = w->q[0];
     a.w.scale = w->scale[0];
     a.w.zero = w->zero[0];
-    vg_status st = vg_gemm(b->dev, "gemm", &a, &info);
+    vg_status st = gemm_call(b, forced, &a, &info);
     if (st == VG_OK)
         st = vg_device_synchronize(b->dev, b->stream);
     /* Correctness of a separate call (poisoned output). */
     if (st == VG_OK && poison(b, dy, ybytes) == 0)
-        st = vg_gemm(b->dev, "gemm", &a, NULL);
+        st = gemm_call(b, forced, &a, NULL);
     if (st == VG_OK)
         st = vg_device_synchronize(b->dev, b->stream);
     if (st == VG_OK)
@@ -403,7 +421,7 @@ static int run_kernel_row(bench *b, const char *name, const wset *w, vg_family f
             a.w.q = w->q[r];
             a.w.scale = w->scale[r];
             a.w.zero = w->zero[r];
-            st = vg_gemm(b->dev, "gemm", &a, NULL);
+            st = gemm_call(b, forced, &a, NULL);
         }
         void *e = NULL;
         vg_status st2 = vg_cuda_graph_end(b->stream, &e);
@@ -434,7 +452,7 @@ static int run_kernel_row(bench *b, const char *name, const wset *w, vg_family f
                 a.w.q = w->q[r];
                 a.w.scale = w->scale[r];
                 a.w.zero = w->zero[r];
-                st = vg_gemm(b->dev, "gemm", &a, NULL);
+                st = gemm_call(b, forced, &a, NULL);
             }
             samples[i] = (now_us() - t0) / w->R;
         }
@@ -445,7 +463,7 @@ static int run_kernel_row(bench *b, const char *name, const wset *w, vg_family f
         goto out;
     }
     add_row(b, name, "kernel", vg_path_name(info.path), fam, m, N, K, w->G, tokens,
-            info.plan ? info.plan->id : "n/a", vg_decision_name(info.decision), samples,
+            info.plan ? info.plan->id : "n/a", forced ? "forced" : vg_decision_name(info.decision), samples,
             b->o.samples, w->bytes, 2.0 * m * N * (double)K, rel);
     rc = 0;
 out:
@@ -647,7 +665,45 @@ static int max_tokens(const opts *o, int cap)
     return t;
 }
 
-/* wo_a: G groups of N x K, every tokens value, the paths and tune settings. */
+/* The plans --plan forces on one row: every plan of the backend that takes
+ * (family, path, rows) for "all", else the named one where it takes it. */
+static size_t forced_plans(bench *b, vg_path path, int rows, const vg_plan **out, size_t max)
+{
+    size_t n = 0;
+    if (vg_device_plans(b->dev, b->o.family, path, rows, out, max, &n) != VG_OK)
+        return 0;
+    if (n > max)
+        n = max;
+    if (!strcmp(b->o.plans, "all"))
+        return n;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(out[i]->id, b->o.plans)) {
+            out[0] = out[i];
+            return 1;
+        }
+    return 0;
+}
+
+/* Is id a plan of the backend for the family on some path? */
+static int plan_known(bench *b, const char *id)
+{
+    static const vg_path paths[] = {VG_PATH_DENSE, VG_PATH_GROUPED, VG_PATH_LOOP, VG_PATH_MOE};
+    static const int32_t rows[] = {1, 16, 64, 65536};
+    const vg_plan *list[256];
+    for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++)
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+            size_t n = 0;
+            if (vg_device_plans(b->dev, b->o.family, paths[p], rows[r], list, 256, &n) != VG_OK)
+                continue;
+            for (size_t i = 0; i < n && i < 256; i++)
+                if (!strcmp(list[i]->id, id))
+                    return 1;
+        }
+    return 0;
+}
+
+/* wo_a: G groups of N x K, every tokens value, the paths and tune settings
+ * (or the plans --plan forces). */
 static void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int K)
 {
     const opts *o = &b->o;
@@ -675,8 +731,21 @@ static void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int 
         int32_t off[65];
         for (int g = 0; g <= G; g++)
             off[g] = g * t;
-        char name[128];
-        for (int ui = 0; ui < o->ntunes; ui++)
+        char name[192];
+        for (int p = 0; p < 2 && o->plans; p++) {
+            if ((p == 0 && !o->loop) || (p == 1 && !o->grouped))
+                continue;
+            const vg_path path = p ? VG_PATH_GROUPED : VG_PATH_LOOP;
+            const vg_plan *fp[256];
+            size_t nf = forced_plans(b, path, t, fp, 256);
+            for (size_t f = 0; f < nf; f++) {
+                snprintf(name, sizeof name, "%s/%s/%s/t%d/plan=%s", shape, vg_path_name(path),
+                         vg_family_name(o->family), t, fp[f]->id);
+                if (in_shard(b))
+                    run_kernel_row(b, name, &w, o->family, path, t, G * t, off, x16, ref, 0, fp[f]);
+            }
+        }
+        for (int ui = 0; ui < o->ntunes && !o->plans; ui++)
             for (int p = 0; p < 2; p++) {
                 if ((p == 0 && !o->loop) || (p == 1 && !o->grouped))
                     continue;
@@ -684,7 +753,7 @@ static void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int 
                          vg_family_name(o->family), t, o->tunes[ui] ? "on" : "off");
                 if (in_shard(b))
                     run_kernel_row(b, name, &w, o->family, p ? VG_PATH_GROUPED : VG_PATH_LOOP, t,
-                                   G * t, off, x16, ref, o->tunes[ui]);
+                                   G * t, off, x16, ref, o->tunes[ui], NULL);
             }
         if (!peers)
             continue;
@@ -748,13 +817,21 @@ static void bench_dense(bench *b, vg_cublas *h, const char *shape, int N, int K,
             memcpy(x32 + (size_t)r * K, full.x32 + (size_t)src * K, (size_t)K * 4);
             memcpy(ref + (size_t)r * N, full.ref + (size_t)src * N, (size_t)N * sizeof(double));
         }
-        char name[128];
-        for (int ui = 0; ui < o->ntunes; ui++) {
+        char name[192];
+        const vg_plan *fp[256];
+        size_t nf = o->plans ? forced_plans(b, VG_PATH_DENSE, m, fp, 256) : 0;
+        for (size_t f = 0; f < nf; f++) {
+            snprintf(name, sizeof name, "%s/dense/%s/m%d/plan=%s", shape, vg_family_name(o->family),
+                     m, fp[f]->id);
+            if (in_shard(b))
+                run_kernel_row(b, name, &w, o->family, VG_PATH_DENSE, m, m, NULL, x16, ref, 0, fp[f]);
+        }
+        for (int ui = 0; ui < o->ntunes && !o->plans; ui++) {
             snprintf(name, sizeof name, "%s/dense/%s/m%d/tune=%s", shape,
                      vg_family_name(o->family), m, o->tunes[ui] ? "on" : "off");
             if (in_shard(b))
                 run_kernel_row(b, name, &w, o->family, VG_PATH_DENSE, m, m, NULL, x16, ref,
-                               o->tunes[ui]);
+                               o->tunes[ui], NULL);
         }
         if (peers) {
             snprintf(name, sizeof name, "%s/peer-cublas-bf16/m%d", shape, m);
@@ -882,6 +959,22 @@ static void print_dense(const bench *b, const char *shape, const int *ms, int nm
         }
 }
 
+/* --plan: one line per forced plan and row of the shape, in the order run. */
+static void print_forced(const bench *b, const char *shape)
+{
+    printf("\n%s (%s), plans forced: copy bandwidth %.0f GB/s\n", shape,
+           vg_family_name(b->o.family), b->copy_gbs);
+    printf("%-8s %6s %10s %8s %11s  %s\n", "path", "tokens", "us", "bw_frac", "max_relrms", "plan");
+    const size_t len = strlen(shape);
+    for (size_t i = 0; i < b->nres; i++) {
+        const result *r = &b->res[i];
+        if (strncmp(r->name, shape, len) || r->name[len] != '/' || !strstr(r->name, "/plan="))
+            continue;
+        printf("%-8s %6d %10.2f %8.3f %11.2e  %s\n", r->path, r->tokens, r->median_us, r->bw_frac,
+               r->rel_rms, r->plan);
+    }
+}
+
 /* ---- main ---------------------------------------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -899,6 +992,9 @@ static void usage(FILE *f)
             "  --samples N            timed samples per row (default 50 cuda, 30 cpu)\n"
             "  --rotate N             weight copies rotated per sample (default: 3x L2)\n"
             "  --no-peers             skip the cuBLAS peers\n"
+            "  --plan all|ID          time every plan that applies (or the one named) on each\n"
+            "                         row, forced past the decision (\"forced\" in the JSON),\n"
+            "                         instead of --tune; `voltgate plans` lists the IDs\n"
             "  --shard I/N            run only rows i with i %% N == I\n"
             "  --quick                a few dozen samples, small shapes (make regress)\n"
             "  --json FILE            write every row and sample\n"
@@ -1031,6 +1127,13 @@ static int parse_args(int argc, char **argv, opts *o)
             quick = 1;
         } else if (!strcmp(a, "--no-peers")) {
             o->peers = 0;
+        } else if (!strcmp(a, "--plan")) {
+            NEED();
+            if (!v[0]) {
+                fprintf(stderr, "voltgate bench: --plan needs 'all' or a plan id\n");
+                return -1;
+            }
+            o->plans = v;
         } else {
             fprintf(stderr, "voltgate bench: unknown option '%s' (try --help)\n", a);
             return -1;
@@ -1179,6 +1282,15 @@ int cmd_bench(int argc, char **argv)
         vg_device_close(b.dev);
         return VG_EXIT_FAIL;
     }
+    if (o->plans && strcmp(o->plans, "all") && !plan_known(&b, o->plans)) {
+        fprintf(stderr, "voltgate bench: --plan %s: the %s backend has no %s plan of that name "
+                        "(voltgate plans lists them)\n",
+                o->plans, o->cuda ? "cuda" : "cpu", vg_family_name(o->family));
+        vg_config_free(b.cfg[0]);
+        vg_config_free(b.cfg[1]);
+        vg_device_close(b.dev);
+        return VG_EXIT_USAGE;
+    }
     vg_cublas *h = NULL;
     if (o->cuda) {
         vg_cuda_info_get(0, &b.info);
@@ -1225,18 +1337,30 @@ int cmd_bench(int argc, char **argv)
         bench_dense(&b, h, o->cuda ? "prefill4096" : "prefill256", o->cuda ? 4096 : 256,
                     o->cuda ? 4096 : 256, pm, 1);
 
-    if (o->shapes & SHAPE_WO_A)
-        print_tables(&b, "wo_a", wG, wN, wK);
-    if (o->shapes & SHAPE_DENSE) {
-        if (o->cuda) {
-            print_dense(&b, "n4096k4096", ms, nms);
-            print_dense(&b, "n4096k14336", ms, nms);
-        } else {
-            print_dense(&b, "n512k512", ms, nms);
+    if (o->plans) {
+        if (o->shapes & SHAPE_WO_A)
+            print_forced(&b, "wo_a");
+        if (o->shapes & SHAPE_DENSE) {
+            print_forced(&b, o->cuda ? "n4096k4096" : "n512k512");
+            if (o->cuda)
+                print_forced(&b, "n4096k14336");
         }
+        if (o->shapes & SHAPE_PREFILL)
+            print_forced(&b, o->cuda ? "prefill4096" : "prefill256");
+    } else {
+        if (o->shapes & SHAPE_WO_A)
+            print_tables(&b, "wo_a", wG, wN, wK);
+        if (o->shapes & SHAPE_DENSE) {
+            if (o->cuda) {
+                print_dense(&b, "n4096k4096", ms, nms);
+                print_dense(&b, "n4096k14336", ms, nms);
+            } else {
+                print_dense(&b, "n512k512", ms, nms);
+            }
+        }
+        if (o->shapes & SHAPE_PREFILL)
+            print_dense(&b, o->cuda ? "prefill4096" : "prefill256", pm, 1);
     }
-    if (o->shapes & SHAPE_PREFILL)
-        print_dense(&b, o->cuda ? "prefill4096" : "prefill256", pm, 1);
 
     int rc = b.failed ? VG_EXIT_FAIL : VG_EXIT_OK;
     if (o->json && write_json(&b))

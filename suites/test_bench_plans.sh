@@ -1,0 +1,50 @@
+#!/bin/sh
+# voltgate bench --plan: every plan that applies is timed on every row,
+# forced past the decision ("forced" in the JSON), each checked against the
+# reference; one named plan gives only its rows; an unknown plan is a usage
+# error that names it.  CPU backend, --quick: not a speed gate.
+set -u
+TOOL=${VG_TOOL:-build/bin/voltgate}
+PY=/usr/bin/python3
+[ -x "$TOOL" ] || { echo "no $TOOL"; exit 1; }
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+"$TOOL" plans --backend cpu >"$TMP/plans" 2>&1 || { echo "voltgate plans failed"; exit 1; }
+"$TOOL" bench --backend cpu --quick --shape wo_a,dense --plan all --json "$TMP/all.json" \
+    >"$TMP/all.out" 2>"$TMP/all.err" || { echo "--plan all: exit $?: $(cat "$TMP/all.err")"; exit 1; }
+grep -q "plans forced" "$TMP/all.out" || { echo "no forced table"; cat "$TMP/all.out"; exit 1; }
+$PY - "$TMP/all.json" "$TMP/plans" "$TMP/all.out" <<'PYEOF' || exit 1
+import json, sys, collections
+d = json.load(open(sys.argv[1]))
+listed = open(sys.argv[2]).read()
+printed = open(sys.argv[3]).read()
+kernel = [r for r in d["rows"] if r["kind"] == "kernel"]
+assert kernel, "no kernel rows"
+by_row = collections.defaultdict(set)
+for r in kernel:
+    assert r["decision"] == "forced", r["decision"]
+    assert r["name"].endswith("/plan=" + r["plan"]), (r["name"], r["plan"])
+    assert r["plan"] in listed, r["plan"]
+    assert r["max_rel_rms"] is not None and r["max_rel_rms"] < 1e-2, (r["name"], r["max_rel_rms"])
+    assert r["min_us"] <= r["median_us"] <= r["max_us"]
+    assert r["plan"] in printed, r["plan"]
+    by_row[(r["name"].rsplit("/plan=", 1)[0])].add(r["plan"])
+# every row ran more than one plan, and no plan twice
+assert all(len(p) > 1 for p in by_row.values()), by_row
+assert len(kernel) == sum(len(p) for p in by_row.values())
+paths = {r["path"] for r in kernel}
+assert {"loop", "grouped", "dense"} <= paths, paths
+PYEOF
+one=$($PY -c 'import json,sys; print([r for r in json.load(open(sys.argv[1]))["rows"] if r["kind"]=="kernel" and r["path"]=="dense"][0]["plan"])' "$TMP/all.json")
+"$TOOL" bench --backend cpu --quick --shape dense --plan "$one" --json "$TMP/one.json" >"$TMP/one.out" 2>&1 \
+    || { echo "--plan $one: exit $?"; cat "$TMP/one.out"; exit 1; }
+$PY - "$TMP/one.json" "$one" <<'PYEOF' || exit 1
+import json, sys
+rows = [r for r in json.load(open(sys.argv[1]))["rows"] if r["kind"] == "kernel"]
+assert rows and all(r["plan"] == sys.argv[2] and r["decision"] == "forced" for r in rows), rows
+PYEOF
+"$TOOL" bench --backend cpu --quick --plan no.such.plan >"$TMP/bad.out" 2>"$TMP/bad.err"
+rc=$?
+[ $rc -eq 2 ] || { echo "unknown plan: exit $rc, want 2"; exit 1; }
+grep -q "no.such.plan" "$TMP/bad.err" || { echo "unknown plan not named: $(cat "$TMP/bad.err")"; exit 1; }
+echo "test_bench_plans: ok"
