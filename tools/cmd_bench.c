@@ -684,21 +684,16 @@ static size_t forced_plans(bench *b, vg_path path, int rows, const vg_plan **out
     return 0;
 }
 
-/* Is id a plan of the backend for the family on some path? */
-static int plan_known(bench *b, const char *id)
+/* Is id a plan of the bench's backend that serves its family?  The same
+ * table `voltgate plans` prints. */
+static int plan_known(const opts *o, const char *id)
 {
-    static const vg_path paths[] = {VG_PATH_DENSE, VG_PATH_GROUPED, VG_PATH_LOOP, VG_PATH_MOE};
-    static const int32_t rows[] = {1, 16, 64, 65536};
-    const vg_plan *list[256];
-    for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++)
-        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
-            size_t n = 0;
-            if (vg_device_plans(b->dev, b->o.family, paths[p], rows[r], list, 256, &n) != VG_OK)
-                continue;
-            for (size_t i = 0; i < n && i < 256; i++)
-                if (!strcmp(list[i]->id, id))
-                    return 1;
-        }
+    const size_t count = o->cuda ? vg_cuda_plan_count() : vg_cpu_plan_count();
+    for (size_t i = 0; i < count; i++) {
+        const vg_plan *p = o->cuda ? vg_cuda_plan_at(i) : vg_cpu_plan_at(i);
+        if (p && !strcmp(p->id, id) && (p->families & VG_FAMILY_BIT(o->family)))
+            return 1;
+    }
     return 0;
 }
 
@@ -1282,7 +1277,7 @@ int cmd_bench(int argc, char **argv)
         vg_device_close(b.dev);
         return VG_EXIT_FAIL;
     }
-    if (o->plans && strcmp(o->plans, "all") && !plan_known(&b, o->plans)) {
+    if (o->plans && strcmp(o->plans, "all") && !plan_known(o, o->plans)) {
         fprintf(stderr, "voltgate bench: --plan %s: the %s backend has no %s plan of that name "
                         "(voltgate plans lists them)\n",
                 o->plans, o->cuda ? "cuda" : "cpu", vg_family_name(o->family));
