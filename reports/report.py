@@ -270,6 +270,15 @@ def markdown_table(perf, gold, limit=20):
 
 # ---- plots ----------------------------------------------------------------------------------
 
+def matplotlib_missing():
+    """None when matplotlib imports, else why it does not."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        return f"matplotlib is not installed for {sys.executable} ({exc})"
+    return None
+
+
 def _plt():
     import matplotlib
     matplotlib.use("Agg")
@@ -626,7 +635,8 @@ def golden_case_table(cases, limit=60):
     return out
 
 
-def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots, problems, args):
+def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots, problems, args,
+                plot_note=None):
     p = []
     p.append("<!DOCTYPE html><html><head><meta charset='utf-8'><title>voltgate results "
              f"{_e(latest.label)}</title><style>{CSS}</style></head><body>")
@@ -734,6 +744,8 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
         p.append("<p class='muted'>No benchmark rows in the latest run.</p>")
 
     def images(titles, wide=False):
+        if plot_note:
+            return f"<p class='muted'>{_e(plot_note)}</p>"
         if not titles:
             return ("<p class='muted'>Nothing to plot" + (": not measured in this run (see the top of the page)"
                                                           if missing else "") + ".</p>")
@@ -799,12 +811,23 @@ def write_report(runs, latest, baseline, args, problems):
     bench_res, golden_res = compare_runs(latest, baseline, args.min_effect, args.alpha)
     perf, gold = flagged(bench_res, golden_res)
     written = []
-    plots = {"history": plot_history(runs, args.out, written),
-             "bandwidth": plot_bandwidth(latest, args.out, written),
-             "golden": plot_golden(latest, args.out, written),
-             "replay": plot_replay(runs, latest, args.out, written),
-             "coverage": plot_coverage(runs, args.out, written)}
-    page = render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots, problems, args)
+    plot_note = None
+    if matplotlib_missing():
+        # The verdict and the tables do not need plots: a machine set up with
+        # VG_DEPS=build (no matplotlib) still gets them, and the page says why
+        # the plots are absent.
+        plots = dict.fromkeys(("history", "bandwidth", "golden", "replay", "coverage"), [])
+        plot_note = (f"Plots not drawn: {matplotlib_missing()}; "
+                     "apt-get install python3-matplotlib (or make deps) draws them.")
+        print(f"report.py: {plot_note}", file=sys.stderr)
+    else:
+        plots = {"history": plot_history(runs, args.out, written),
+                 "bandwidth": plot_bandwidth(latest, args.out, written),
+                 "golden": plot_golden(latest, args.out, written),
+                 "replay": plot_replay(runs, latest, args.out, written),
+                 "coverage": plot_coverage(runs, args.out, written)}
+    page = render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots, problems, args,
+                       plot_note)
     fd, tmp = tempfile.mkstemp(prefix=".index-", suffix=".html", dir=args.out)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(page)

@@ -9,6 +9,7 @@ import shutil
 import sys
 import tempfile
 import unittest
+import unittest.mock
 from contextlib import redirect_stderr, redirect_stdout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -226,6 +227,22 @@ class Files(ReportCase):
             self.assertIn(heading, page)
         self.assertIn("REGRESSED", page)
         self.assertFalse([n for n in names if n.startswith(".index-")])
+
+    def test_without_matplotlib_the_verdict_and_tables_stay(self):
+        # A machine set up with VG_DEPS=build has no matplotlib: the page and
+        # the verdict are still written, and the page says why there are no plots.
+        gen_records.make_history(self.hist, commits=3, nsamp=12, shards=2, slow_last=0.1)
+        with unittest.mock.patch.dict(sys.modules, {"matplotlib": None, "matplotlib.pyplot": None}):
+            rc, out, err = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 1, err)
+        self.assertIn("plots not drawn", err.lower())
+        names = os.listdir(self.out)
+        self.assertEqual([n for n in names if n.endswith(".png")], [])
+        with open(os.path.join(self.out, "index.html")) as f:
+            page = f.read()
+        self.assertIn("REGRESSED", page)
+        self.assertIn("python3-matplotlib", page)
+        self.assertIn("Loop vs grouped", page)
 
     def test_loop_vs_grouped_pairs_rows(self):
         gen_records.make_history(self.hist, commits=1, nsamp=10, coverage=False)
