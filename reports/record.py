@@ -249,7 +249,7 @@ def load_records(directory, warn=None):
             continue
         obj["_file"] = path
         records.append(obj)
-    records.sort(key=lambda r: (r["date"], r["_file"]))
+    records.sort(key=order_key)
     return records, problems
 
 
@@ -335,7 +335,7 @@ def build_record(golden=(), bench=(), replay=None, coverage=None, runner="local"
     rec = {
         "schema_version": SCHEMA_VERSION, "kind": RECORD_KIND, "run_id": run_id,
         "commit": commit, "short_commit": commit[:10] if commit != "unknown" else "unknown",
-        "dirty": dirty, "date": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "dirty": dirty, "date": f"{now:%Y-%m-%dT%H:%M:%S}.{now.microsecond // 1000:03d}Z",
         "host": socket.gethostname() or "unknown",
         "platform": {"system": platform.system(), "release": platform.release(),
                      "machine": platform.machine(), "cpu": cpu_model(), "cores": os.cpu_count() or 0},
@@ -391,13 +391,28 @@ def build_record(golden=(), bench=(), replay=None, coverage=None, runner="local"
 
 
 def record_name(rec):
-    stamp = rec["date"].replace("-", "").replace(":", "")     # 20261202T163000Z
+    stamp = rec["date"][:19].replace("-", "").replace(":", "") + "Z"    # 20261202T163000Z
     name = f"{stamp}-{rec['short_commit'][:10]}"
     if rec["dirty"]:
         name += "-dirty"
     if rec["runner"] and rec["runner"] != "local":
         name += "-" + rec["runner"]
     return name
+
+
+def order_key(rec):
+    """Sort key of a loaded record, oldest first: its date (to the
+    millisecond the writer gives; older records have whole seconds), then
+    the sequence number write_record gave its name (name.json, name-2.json,
+    ... name-10.json), so records written within one second keep the order
+    they were written in.  A plain string sort of dates and file names gets
+    that wrong: "...-2.json" sorts before "....json"."""
+    date = rec["date"]
+    frac = date[19:-1]
+    name = os.path.basename(rec.get("_file", ""))
+    m = re.fullmatch(re.escape(record_name(rec)) + r"(?:-(\d+))?\.json", name)
+    seq = int(m.group(1) or 1) if m else 0
+    return (date[:19], float("0" + frac) if frac else 0.0, seq, name)
 
 
 def write_record(rec, directory):

@@ -80,6 +80,16 @@ class Run:
     def date(self):
         return max(r["date"] for r in self.records)
 
+    # Ordering uses these, not the dates: runs written within one second
+    # (a fast machine, or a test) still sort in the order they were written.
+    @property
+    def first_key(self):
+        return min(vgrecord.order_key(r) for r in self.records)
+
+    @property
+    def last_key(self):
+        return max(vgrecord.order_key(r) for r in self.records)
+
     def slots(self):
         return {(r["runner"], r["shard"]) for r in self.records}
 
@@ -137,7 +147,7 @@ def group_runs(records):
     (a rerun), so shards of one nightly merge and reruns stay apart."""
     latest_by_key = {}
     runs = []
-    for rec in sorted(records, key=lambda r: (r["date"], r["_file"])):
+    for rec in sorted(records, key=vgrecord.order_key):
         key = ("id", rec["run_id"]) if rec["run_id"] else ("commit", rec["commit"], rec["dirty"])
         run = latest_by_key.get(key)
         if run is None or (rec["runner"], rec["shard"]) in run.slots():
@@ -145,7 +155,7 @@ def group_runs(records):
             latest_by_key[key] = run
             runs.append(run)
         run.add(rec)
-    runs.sort(key=lambda r: (r.first_date, r.key))
+    runs.sort(key=lambda r: (r.first_key, r.key))
     return runs
 
 
@@ -166,8 +176,8 @@ def pick_baseline(runs, latest, commit=None, record_file=None):
         matches = [r for r in others if r.commit.startswith(commit.lower())]
         if not matches:
             raise ValueError(f"--baseline {commit}: no earlier run of that commit in the history")
-        return max(matches, key=lambda r: r.date)
-    before = [r for r in others if r.first_date <= latest.first_date]
+        return max(matches, key=lambda r: r.last_key)
+    before = [r for r in others if r.first_key <= latest.first_key]
     return before[-1] if before else None
 
 
@@ -857,7 +867,7 @@ def main(argv=None):
         print(f"report.py: no valid record in {args.history}", file=sys.stderr)
         return 2
     runs = group_runs(records)
-    latest = max(runs, key=lambda r: (r.date, r.first_date))
+    latest = max(runs, key=lambda r: (r.last_key, r.first_key))
     try:
         baseline = pick_baseline(runs, latest, args.baseline, args.baseline_record)
     except ValueError as exc:

@@ -48,7 +48,7 @@ class Build(RecordTestCase):
     def test_fields_from_the_tools_and_the_machine(self):
         rec = self.build(runner="v100-a", shard="1/4")
         self.assertEqual(rec["schema_version"], record.SCHEMA_VERSION)
-        self.assertEqual(rec["date"], "2026-12-02T16:30:05Z")
+        self.assertEqual(rec["date"], "2026-12-02T16:30:05.000Z")
         self.assertEqual(rec["commit"], "unknown")          # the temp dir is no git checkout
         self.assertTrue(rec["dirty"])
         self.assertEqual(rec["gpu"], "NVIDIA H200 (synthetic)")

@@ -135,6 +135,20 @@ class Verdict(ReportCase):
         self.assertIn("+10.", out)
         self.assertNotIn("| z |", out)
 
+    def test_runs_written_in_one_second_keep_their_order(self):
+        # A fast machine writes several records of one commit within a
+        # second: same date, names name.json, name-2.json ... name-11.json
+        # (a string sort puts -10 and -11 before -2, and -2 before .json).
+        paths = [self.put_record("a", 0, {"x": noisy(i, 10)}) for i in range(10)]
+        paths.append(self.put_record("a", 0, {"x": noisy(99, 12)}))
+        self.assertTrue(paths[-1].endswith("-11.json"), paths[-1])
+        rc, out, err = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 1, out + err)             # the last one written is the latest, and slower
+        self.assertIn("| x | cpu |", out)
+        runs = report.group_runs(self.records())
+        self.assertEqual([os.path.basename(r.records[0]["_file"]) for r in runs],
+                         [os.path.basename(p) for p in paths])
+
     def test_baseline_commit_and_record(self):
         pa = self.put_record("a", 0, {"x": noisy(1, 11)})
         self.put_record("b", 60, {"x": noisy(2, 10)})
