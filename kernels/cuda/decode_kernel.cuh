@@ -9,7 +9,8 @@
  *
  * Block: WK warps, all on the same NI*16 weight rows; warp wk takes every
  * WK-th 128-long K step of the split's range (a step is one scale block for
- * every family).  Each warp runs its own pipeline with no block barrier: it
+ * every family), or every WK-th run of PR = 2 steps for the 4-bit families.
+ * Each warp runs its own pipeline with no block barrier: it
  * loads step i's W straight from global memory into registers UW steps
  * ahead of use, and copies the step's X (rows x 128) by cp.async into slot
  * i%U of its own shared-memory ring, U steps ahead (UW = 2U for the 4-bit
@@ -53,6 +54,12 @@ struct DecodeCfg {
      * up to 4: 8 steps with their scales spill under the register cap
      * below (and measured 22 us against 12.6 at wo_a before the cap). */
     static constexpr int UW = Deq::kBits == 4 && U <= 2 ? 2 * U : U;
+    /* K steps a warp takes in a row before the next warp's: a 4-bit step
+     * is 64 bytes of a weight row, and two in a row make the warp's loads
+     * of a row one 128-byte run (nvfp4 wo_a 12.63 -> 11.86 us, d4096
+     * 10.01 -> 9.63; fp8, whose step is already 128 bytes, 10.55 -> 10.77:
+     * kernels/cuda/NOTES.md, session 5). */
+    static constexpr int PR = Deq::kBits == 4 ? 2 : 1;
     static constexpr int kXStride = kStepK + 8; /* halves; 272 bytes: a fragment read hits 8 distinct banks */
     static constexpr int kXSlot = BM * kXStride; /* one step's X, halves */
     static constexpr int kXSmem = WK * U * kXSlot * 2;
@@ -128,7 +135,14 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     const int kbeg = blockIdx.z * p.k_per_split;
     const int kend = min(K, kbeg + p.k_per_split);
     const int nsteps = kend > kbeg ? (kend - kbeg + C::kStepK - 1) / C::kStepK : 0;
-    const int niter = nsteps > wk ? (nsteps - wk + WK - 1) / WK : 0;
+    /* Warp wk takes runs of PR steps: run c = (i / PR) * WK + wk holds its
+     * steps c * PR .. c * PR + PR - 1; the last run may be short. */
+    constexpr int PR = C::PR;
+    const int nruns = (nsteps + PR - 1) / PR;
+    const int wruns = nruns > wk ? (nruns - wk + WK - 1) / WK : 0;
+    const int niter = wruns == 0 ? 0
+                    : (wruns - 1) * WK + wk == nruns - 1 ? (wruns - 1) * PR + (nsteps - (nruns - 1) * PR)
+                                                           : wruns * PR;
     uint16_t *xring = reinterpret_cast<uint16_t *>(smem) + wk * U * C::kXSlot;
 
     /* Rows past N read row N-1 (valid memory); their results are dropped. */
@@ -146,7 +160,7 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     int row0 = 0, rows = 0;     /* set after grid_dep_wait(): offsets may be an earlier kernel's */
     const uint16_t *xg = p.x;
 
-    auto step_k0 = [&](int i) { return kbeg + (i * WK + wk) * C::kStepK; };
+    auto step_k0 = [&](int i) { return kbeg + (((i / PR) * WK + wk) * PR + i % PR) * C::kStepK; };
 
     /* Step i's X (rows x 128) into ring slot i % U, by cp.async. */
     auto load_x = [&](int i) {
