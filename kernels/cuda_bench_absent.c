@@ -47,6 +47,11 @@ vg_status vg_cuda_copy_bandwidth(size_t bytes, int reps, double *median_gbs, dou
     (void)bytes; (void)reps; (void)median_gbs; (void)samples;
     return absent();
 }
+vg_status vg_cuda_stream_ceiling(size_t bytes, int reps, double *median_us)
+{
+    (void)bytes; (void)reps; (void)median_us;
+    return absent();
+}
 vg_status vg_cublas_create(vg_cublas **h) { if (h) *h = NULL; return absent(); }
 vg_status vg_cublas_destroy(vg_cublas *h) { (void)h; return absent(); }
 vg_status vg_cublas_gemm(vg_cublas *h, void *stream, int bf16, int batched, int groups, int m,

@@ -34,6 +34,9 @@ assert all(len(p) > 1 for p in by_row.values()), by_row
 assert len(kernel) == sum(len(p) for p in by_row.values())
 paths = {r["path"] for r in kernel}
 assert {"loop", "grouped", "dense"} <= paths, paths
+# The stream ceiling is a CUDA measurement: the CPU bench leaves it null, never made up.
+for r in d["rows"]:
+    assert r["stream_ceiling_us"] is None and r["ceiling_fraction"] is None, r["name"]
 PYEOF
 one=$($PY -c 'import json,sys; print([r for r in json.load(open(sys.argv[1]))["rows"] if r["kind"]=="kernel" and r["path"]=="dense"][0]["plan"])' "$TMP/all.json")
 "$TOOL" bench --backend cpu --quick --shape dense --plan "$one" --json "$TMP/one.json" >"$TMP/one.out" 2>&1 \

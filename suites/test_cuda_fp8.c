@@ -4,8 +4,8 @@
  * including the real wo_a shape (8 groups, N=1024, K=4096, 1..16 tokens per
  * group) and a large prefill shape; every E4M3 code through the kernel's bit
  * decode; bad arguments refused without a launch; a grouped decode launch
- * captured in a CUDA graph; split-K bitwise deterministic.  Without a device
- * every test is skipped.
+ * captured in a CUDA graph; split-K bitwise deterministic; the bench's stream
+ * ceiling sane.  Without a device every test is skipped.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -453,6 +453,30 @@ static void test_heuristic_applies(void **state)
         }
 }
 
+/* The bench's stream ceiling (vg_cuda_stream_ceiling) reads what it says:
+ * the read rate it implies lies between a fifth of the copy bandwidth and a
+ * little above it (a pure read beats a copy's read + write by ~6 % on the
+ * H200), twice the bytes take longer, and bad arguments are refused. */
+static void test_stream_ceiling_sane(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    double us = 0, us2 = 0, copy_gbs = 0;
+    assert_int_equal(vg_cuda_stream_ceiling(0, 5, &us), VG_ERR_INVALID_ARG);
+    assert_int_equal(vg_cuda_stream_ceiling(1 << 20, 0, &us), VG_ERR_INVALID_ARG);
+    assert_int_equal(vg_cuda_stream_ceiling(1 << 20, 5, NULL), VG_ERR_INVALID_ARG);
+    assert_int_equal(vg_cuda_copy_bandwidth((size_t)256 << 20, 5, &copy_gbs, NULL), VG_OK);
+    const size_t bytes = (size_t)32 << 20;
+    assert_int_equal(vg_cuda_stream_ceiling(bytes, 11, &us), VG_OK);
+    assert_int_equal(vg_cuda_stream_ceiling(2 * bytes, 11, &us2), VG_OK);
+    const double gbs = (double)bytes / (us * 1e-6) / 1e9;
+    print_message("stream ceiling: %.2f us for 32 MiB (%.0f GB/s, %.3f of copy %.0f GB/s), %.2f us for 64 MiB\n",
+                  us, gbs, gbs / copy_gbs, copy_gbs, us2);
+    assert_true(isfinite(us) && us > 0);
+    assert_true(gbs > 0.2 * copy_gbs && gbs < 1.2 * copy_gbs);
+    assert_true(us2 > us);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -466,6 +490,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bad_arguments_refused),
         cmocka_unit_test(test_graph_capture_grouped),
         cmocka_unit_test(test_split_k_deterministic),
+        cmocka_unit_test(test_stream_ceiling_sane),
     };
     return VGTEST_MAIN("cuda_fp8", tests);
 }

@@ -21,6 +21,11 @@
  *   copy    device-to-device cudaMemcpy of 512 MiB, bytes read + written.
  * bytes is the weight bytes (codes + scales) of one call, so
  * bandwidth_fraction = bytes / median time / copy bandwidth; flops 2*M*N*K.
+ * ceiling_fraction = stream_ceiling_us / median time (CUDA kernel rows):
+ * stream_ceiling_us is what a plain streaming kernel takes for the same
+ * bytes when, like every GEMM layer, it must wait for the kernel before it
+ * (vg_cuda_stream_ceiling), so 1.0 is the best any such kernel can do; at
+ * 16.8 MB on an H200 that is about 0.68 of the copy bandwidth.
  * Every sample is kept in the JSON.
  *
  * --backend cpu (make regress on machines without a GPU): small shapes
@@ -77,7 +82,11 @@ typedef struct result {
     char plan[96];
     const char *decision;
     double median_us, bw_frac, rel_rms, tflops;
+    double ceil_frac;         /* stream ceiling / median: NAN when not measured */
 } result;
+
+/* Stream ceilings measured so far, by weight bytes (a run has a few sizes). */
+#define MAX_CEILINGS 32
 
 typedef struct bench {
     opts o;
@@ -91,6 +100,9 @@ typedef struct bench {
     result *res;
     size_t nres, cap;
     int failed;
+    struct { double bytes, us; } ceiling[MAX_CEILINGS];
+    int nceiling;
+    int ceiling_failed;       /* reported once, then NAN */
 } bench;
 
 /* ---- small helpers ------------------------------------------------------------ */
@@ -193,6 +205,29 @@ static const result *find_result(const bench *b, const char *name)
     return NULL;
 }
 
+/* The stream ceiling for a kernel row moving `bytes` (vg_cuda_stream_ceiling:
+ * the best a kernel that streams that many bytes and waits for its input
+ * can do), measured once per size; NAN on the CPU backend or on failure. */
+static double stream_ceiling_us(bench *b, double bytes)
+{
+    if (!b->o.cuda || b->ceiling_failed || bytes < 16)
+        return NAN;
+    for (int i = 0; i < b->nceiling; i++)
+        if (b->ceiling[i].bytes == bytes)
+            return b->ceiling[i].us;
+    double us = NAN;
+    if (vg_cuda_stream_ceiling((size_t)bytes, b->o.samples, &us) != VG_OK) {
+        fprintf(stderr, "voltgate bench: stream ceiling not measured: %s\n", vg_last_error());
+        b->ceiling_failed = 1;
+        return NAN;
+    }
+    if (b->nceiling < MAX_CEILINGS) {
+        b->ceiling[b->nceiling].bytes = bytes;
+        b->ceiling[b->nceiling++].us = us;
+    }
+    return us;
+}
+
 /* Adds one JSON row and its table entry. */
 static void add_row(bench *b, const char *name, const char *kind, const char *path,
                     vg_family fam, int m, int n, int k, int groups, int tokens, const char *plan,
@@ -223,6 +258,15 @@ static void add_row(bench *b, const char *name, const char *kind, const char *pa
     cJSON_AddNumberToObject(r, "flops", flops);
     double frac = b->copy_gbs > 0 && med > 0 ? bytes / (med * 1e-6) / 1e9 / b->copy_gbs : 0.0;
     cJSON_AddNumberToObject(r, "bandwidth_fraction", frac);
+    const double ceil_us = strcmp(kind, "kernel") ? NAN : stream_ceiling_us(b, bytes);
+    const double ceil_frac = isfinite(ceil_us) && med > 0 ? ceil_us / med : NAN;
+    if (isfinite(ceil_frac)) {
+        cJSON_AddNumberToObject(r, "stream_ceiling_us", ceil_us);
+        cJSON_AddNumberToObject(r, "ceiling_fraction", ceil_frac);
+    } else {
+        cJSON_AddNullToObject(r, "stream_ceiling_us");
+        cJSON_AddNullToObject(r, "ceiling_fraction");
+    }
     if (isfinite(rel_rms))
         cJSON_AddNumberToObject(r, "max_rel_rms", rel_rms);
     else
@@ -237,6 +281,7 @@ static void add_row(bench *b, const char *name, const char *kind, const char *pa
         t->decision = decision ? decision : "n/a";
         t->median_us = med;
         t->bw_frac = frac;
+        t->ceil_frac = ceil_frac;
         t->rel_rms = rel_rms;
         t->tflops = med > 0 ? flops / (med * 1e-6) / 1e12 : NAN;
     }
@@ -901,9 +946,9 @@ static void print_tables(const bench *b, const char *shape, int G, int N, int K)
     char key[128];
     printf("\n%s: %d groups x N=%d x K=%d, %s weights; copy bandwidth %.0f GB/s\n", shape, G, N,
            K, vg_family_name(o->family), b->copy_gbs);
-    printf("%-5s %6s %10s %11s %7s %8s %11s %11s %11s  %s\n", "tune", "tokens", "loop_us",
-           "grouped_us", "ratio", "bw_frac", "max_relrms", "bmm_bf16_us", "loop_bf16_us",
-           "grouped plan (decision)");
+    printf("%-5s %6s %10s %11s %7s %8s %9s %11s %11s %11s  %s\n", "tune", "tokens", "loop_us",
+           "grouped_us", "ratio", "bw_frac", "ceil_frac", "max_relrms", "bmm_bf16_us",
+           "loop_bf16_us", "grouped plan (decision)");
     for (int ui = 0; ui < o->ntunes; ui++)
         for (int ti = 0; ti < o->ntokens; ti++) {
             int t = o->tokens[ti];
@@ -923,9 +968,10 @@ static void print_tables(const bench *b, const char *shape, int G, int N, int K)
                 rel = l->rel_rms;
             if (g && isfinite(g->rel_rms) && g->rel_rms > rel)
                 rel = g->rel_rms;
-            printf("%-5s %6d %10.2f %11.2f %7.2f %8.3f %11.2e %11.2f %11.2f  %s (%s)\n", tn, t,
-                   l ? l->median_us : NAN, g ? g->median_us : NAN,
-                   l && g ? l->median_us / g->median_us : NAN, g ? g->bw_frac : NAN, rel,
+            printf("%-5s %6d %10.2f %11.2f %7.2f %8.3f %9.3f %11.2e %11.2f %11.2f  %s (%s)\n", tn,
+                   t, l ? l->median_us : NAN, g ? g->median_us : NAN,
+                   l && g ? l->median_us / g->median_us : NAN, g ? g->bw_frac : NAN,
+                   g ? g->ceil_frac : NAN, rel,
                    pb ? pb->median_us : NAN, pl ? pl->median_us : NAN, g ? g->plan : "-",
                    g ? g->decision : "-");
         }
@@ -936,8 +982,8 @@ static void print_dense(const bench *b, const char *shape, const int *ms, int nm
     const opts *o = &b->o;
     printf("\n%s dense (%s): copy bandwidth %.0f GB/s\n", shape, vg_family_name(o->family),
            b->copy_gbs);
-    printf("%-5s %6s %10s %8s %8s %11s %11s %8s  %s\n", "tune", "M", "us", "bw_frac", "TFLOP/s",
-           "max_relrms", "bf16_us", "bf16_TF", "plan (decision)");
+    printf("%-5s %6s %10s %8s %9s %8s %11s %11s %8s  %s\n", "tune", "M", "us", "bw_frac",
+           "ceil_frac", "TFLOP/s", "max_relrms", "bf16_us", "bf16_TF", "plan (decision)");
     char key[128];
     for (int ui = 0; ui < o->ntunes; ui++)
         for (int i = 0; i < nms; i++) {
@@ -948,8 +994,8 @@ static void print_dense(const bench *b, const char *shape, const int *ms, int nm
             const result *p = find_result(b, key);
             if (!r)
                 continue;
-            printf("%-5s %6d %10.2f %8.3f %8.1f %11.2e %11.2f %8.1f  %s (%s)\n",
-                   o->tunes[ui] ? "on" : "off", ms[i], r->median_us, r->bw_frac, r->tflops,
+            printf("%-5s %6d %10.2f %8.3f %9.3f %8.1f %11.2e %11.2f %8.1f  %s (%s)\n",
+                   o->tunes[ui] ? "on" : "off", ms[i], r->median_us, r->bw_frac, r->ceil_frac, r->tflops,
                    r->rel_rms, p ? p->median_us : NAN, p ? p->tflops : NAN, r->plan, r->decision);
         }
 }
@@ -959,14 +1005,15 @@ static void print_forced(const bench *b, const char *shape)
 {
     printf("\n%s (%s), plans forced: copy bandwidth %.0f GB/s\n", shape,
            vg_family_name(b->o.family), b->copy_gbs);
-    printf("%-8s %6s %10s %8s %11s  %s\n", "path", "tokens", "us", "bw_frac", "max_relrms", "plan");
+    printf("%-8s %6s %10s %8s %9s %11s  %s\n", "path", "tokens", "us", "bw_frac", "ceil_frac",
+           "max_relrms", "plan");
     const size_t len = strlen(shape);
     for (size_t i = 0; i < b->nres; i++) {
         const result *r = &b->res[i];
         if (strncmp(r->name, shape, len) || r->name[len] != '/' || !strstr(r->name, "/plan="))
             continue;
-        printf("%-8s %6d %10.2f %8.3f %11.2e  %s\n", r->path, r->tokens, r->median_us, r->bw_frac,
-               r->rel_rms, r->plan);
+        printf("%-8s %6d %10.2f %8.3f %9.3f %11.2e  %s\n", r->path, r->tokens, r->median_us,
+               r->bw_frac, r->ceil_frac, r->rel_rms, r->plan);
     }
 }
 

@@ -64,6 +64,12 @@ vg_status vg_cuda_arch_list(char *buf, size_t len);
  * warm-ups; every sample (GB/s) goes to samples[reps] when non-NULL. */
 vg_status vg_cuda_copy_bandwidth(size_t bytes, int reps, double *median_gbs, double *samples);
 
+/* Median microseconds per launch of the streaming-ceiling kernel over
+ * `bytes` (bench_peer.cu): the time any kernel that streams that many
+ * weight bytes and waits for the kernel before it can reach, launched the
+ * way the decode kernel is (PDL or plain), `reps` graph replays. */
+vg_status vg_cuda_stream_ceiling(size_t bytes, int reps, double *median_us);
+
 /* ---- cuBLAS peers --------------------------------------------------------------
  * Y_g[m][n] = X_g[m][k] * W_g[n][k]^T for g < groups, all row-major, X, W
  * and Y in FP16 (bf16 = 0) or BF16 (bf16 = 1), FP32 compute.  `batched`
