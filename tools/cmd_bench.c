@@ -24,8 +24,8 @@
  * ceiling_fraction = stream_ceiling_us / median time (CUDA kernel rows):
  * stream_ceiling_us is what a plain streaming kernel takes for the same
  * bytes when, like every GEMM layer, it must wait for the kernel before it
- * (vg_cuda_stream_ceiling), so 1.0 is the best any such kernel can do; at
- * 16.8 MB on an H200 that is about 0.68 of the copy bandwidth.
+ * (vg_cuda_stream_ceiling), so 1.0 is as fast as a kernel that only
+ * streams; at 16.8 MB on an H200 that is about 0.68 of the copy bandwidth.
  * Every sample is kept in the JSON.
  *
  * --backend cpu (make regress on machines without a GPU): small shapes

@@ -104,6 +104,11 @@ vg_status vg_cuda_graph_destroy(void *exec)
 vg_status vg_cuda_memset(void *ptr, int byte, size_t bytes)
 {
     CU(cudaMemset(ptr, byte, bytes), "memset");
+    /* cudaMemset of device memory may return before it is done, and it runs
+     * on the legacy stream, which a non-blocking stream does not wait for:
+     * a NaN poison could then land after the kernel it was meant to precede
+     * (the bench saw max_rel_rms inf on a correct row that way). */
+    CU(cudaDeviceSynchronize(), "memset");
     return VG_OK;
 }
 
@@ -247,8 +252,8 @@ vg_status vg_cuda_copy_bandwidth(size_t bytes, int reps, double *median_gbs, dou
 }
 
 /* ---- the streaming ceiling ------------------------------------------------------
- * What any kernel that reads `bytes` of weights and must wait for the kernel
- * before it (X is that kernel's output) can reach: each thread loads its
+ * About the best a kernel that reads `bytes` of weights and must wait for
+ * the kernel before it (X is that kernel's output) can do: each thread loads its
  * first four 16-byte words, waits (griddepcontrol.wait), reads two values
  * one after the other from a small buffer (the decode kernel's offsets,
  * then X), then streams the rest, grid-stride, with the decode kernel's
@@ -273,6 +278,18 @@ __global__ void vg_stream_ceiling_kernel(const uint8_t *p, size_t n16, const int
     for (int u = 0; u < 4; u++)
         acc ^= v[u][0] ^ v[u][1] ^ v[u][2] ^ v[u][3];
     i += 4 * stride + (b == 0x7FFFFFFF); /* dep holds zeros: no offset, but a real dependency */
+    /* Four loads in flight per thread, as in the prologue.  The bench's first
+     * version took one per trip and measured 11.0 us for 32 MiB, slower than
+     * our decode kernel; the lab kernel with this loop took 10.15 us for
+     * 33.6 MB (kernels/cuda/NOTES.md, session 5). */
+    for (; i + 3 * stride < n16; i += 4 * stride) {
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            ldg_words<4>(p + 16 * (i + u * stride), v[u]);
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            acc ^= v[u][0] ^ v[u][1] ^ v[u][2] ^ v[u][3];
+    }
     for (; i < n16; i += stride) {
         uint32_t w[4];
         ldg_words<4>(p + 16 * i, w);

@@ -30,6 +30,8 @@ vg_status vg_cuda_graph_launch(void *exec, void *stream);
 vg_status vg_cuda_graph_destroy(void *exec);
 
 /* ---- memory -------------------------------------------------------------- */
+/* Returns when the bytes are written, so a poison before a launch on any
+ * stream (the bench's is non-blocking) is never overtaken. */
 vg_status vg_cuda_memset(void *ptr, int byte, size_t bytes);
 /* Device-to-device copy on `stream`. */
 vg_status vg_cuda_copy_d2d(void *dst, const void *src, size_t bytes, void *stream);
@@ -65,9 +67,10 @@ vg_status vg_cuda_arch_list(char *buf, size_t len);
 vg_status vg_cuda_copy_bandwidth(size_t bytes, int reps, double *median_gbs, double *samples);
 
 /* Median microseconds per launch of the streaming-ceiling kernel over
- * `bytes` (bench_peer.cu): the time any kernel that streams that many
- * weight bytes and waits for the kernel before it can reach, launched the
- * way the decode kernel is (PDL or plain), `reps` graph replays. */
+ * `bytes` (bench_peer.cu): a plain streaming read of that many bytes that,
+ * like a GEMM layer, waits for the kernel before it (loads, wait, two
+ * dependent loads, the rest), launched the way the decode kernel is (PDL
+ * or plain); `reps` graph replays. */
 vg_status vg_cuda_stream_ceiling(size_t bytes, int reps, double *median_us);
 
 /* ---- cuBLAS peers --------------------------------------------------------------
