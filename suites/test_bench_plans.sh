@@ -2,7 +2,8 @@
 # voltgate bench --plan: every plan that applies is timed on every row,
 # forced past the decision ("forced" in the JSON), each checked against the
 # reference; one named plan gives only its rows; an unknown plan is a usage
-# error that names it.  CPU backend, --quick: not a speed gate.
+# error that names it; a row over --max-rel-rms fails the run.  CPU backend,
+# --quick: not a speed gate.
 set -u
 TOOL=${VG_TOOL:-build/bin/voltgate}
 PY=/usr/bin/python3
@@ -50,4 +51,15 @@ PYEOF
 rc=$?
 [ $rc -eq 2 ] || { echo "unknown plan: exit $rc, want 2"; exit 1; }
 grep -q "no.such.plan" "$TMP/bad.err" || { echo "unknown plan not named: $(cat "$TMP/bad.err")"; exit 1; }
+# The output check gates the run: the same plan with a limit no row can
+# meet fails (exit 1), names the row and its plan, and still writes the JSON.
+"$TOOL" bench --backend cpu --quick --shape dense --tokens 1 --tune off --max-rel-rms 1e-9 \
+    --json "$TMP/strict.json" >"$TMP/strict.out" 2>"$TMP/strict.err"
+rc=$?
+[ $rc -eq 1 ] || { echo "--max-rel-rms 1e-9: exit $rc, want 1"; exit 1; }
+grep -q "dense/fp8/m1/tune=off: output check failed" "$TMP/strict.err" \
+    || { echo "failed row not named: $(cat "$TMP/strict.err")"; exit 1; }
+[ -s "$TMP/strict.json" ] || { echo "no JSON after a failed check"; exit 1; }
+"$TOOL" bench --backend cpu --quick --max-rel-rms -1 >/dev/null 2>"$TMP/neg.err"
+[ $? -eq 2 ] || { echo "--max-rel-rms -1: want usage exit 2"; exit 1; }
 echo "test_bench_plans: ok"

@@ -72,6 +72,7 @@ typedef struct opts {
     int shard_i, shard_n;
     int peers;
     const char *plans;        /* --plan: NULL, "all" or one plan id, forced instead of --tune */
+    double max_rel_rms;       /* a kernel row's output check fails above this */
 } opts;
 
 /* What the tables print, kept per row. */
@@ -510,6 +511,13 @@ static int run_kernel_row(bench *b, const char *name, const wset *w, vg_family f
     add_row(b, name, "kernel", vg_path_name(info.path), fam, m, N, K, w->G, tokens,
             info.plan ? info.plan->id : "n/a", forced ? "forced" : vg_decision_name(info.decision), samples,
             b->o.samples, w->bytes, 2.0 * m * N * (double)K, rel);
+    /* The row is kept (its timing is real), but a wrong output fails the run. */
+    if (!(rel <= b->o.max_rel_rms)) {
+        fprintf(stderr, "voltgate bench: %s: output check failed: relative RMS error %g against "
+                "the FP64 reference (limit %g; inf: a non-finite output) with plan %s\n",
+                name, rel, b->o.max_rel_rms, info.plan ? info.plan->id : "n/a");
+        goto out;
+    }
     rc = 0;
 out:
     if (exec)
@@ -1034,6 +1042,9 @@ static void usage(FILE *f)
             "  --samples N            timed samples per row (default 50 cuda, 30 cpu)\n"
             "  --rotate N             weight copies rotated per sample (default: 3x L2)\n"
             "  --no-peers             skip the cuBLAS peers\n"
+            "  --max-rel-rms X        a kernel row whose output's relative RMS error against\n"
+            "                         the FP64 reference exceeds X (or is not finite) fails\n"
+            "                         the run (default 1e-2; rows measure about 2e-4)\n"
             "  --plan all|ID          time every plan that applies (or the one named) on each\n"
             "                         row, forced past the decision (\"forced\" in the JSON),\n"
             "                         instead of --tune; `voltgate plans` lists the IDs\n"
@@ -1060,6 +1071,8 @@ static int parse_args(int argc, char **argv, opts *o)
     o->samples = -1;
     o->shard_n = 1;
     o->peers = 1;
+    /* The rows measure ~2e-4 (FP16 output rounding); a wrong kernel is far above. */
+    o->max_rel_rms = 1e-2;
     int quick = 0, tokens_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -1160,6 +1173,14 @@ static int parse_args(int argc, char **argv, opts *o)
             if (sscanf(v, "%d/%d", &o->shard_i, &o->shard_n) != 2 || o->shard_n < 1 ||
                 o->shard_i < 0 || o->shard_i >= o->shard_n) {
                 fprintf(stderr, "voltgate bench: --shard takes I/N with 0 <= I < N\n");
+                return -1;
+            }
+        } else if (!strcmp(a, "--max-rel-rms")) {
+            NEED();
+            char *end = NULL;
+            o->max_rel_rms = strtod(v, &end);
+            if (!end || *end || !(o->max_rel_rms >= 0)) {
+                fprintf(stderr, "voltgate bench: --max-rel-rms takes a number >= 0, not '%s'\n", v);
                 return -1;
             }
         } else if (!strcmp(a, "--json")) {
