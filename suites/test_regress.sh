@@ -18,7 +18,7 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 mkdir -p "$tmp/build/bin"
 cat > "$tmp/build/bin/voltgate" <<'EOF'
 #!/bin/bash
-# A stand-in voltgate: FAKE_MODE=ok|golden-fail|not-built.
+# A stand-in voltgate: FAKE_MODE=ok|golden-fail|bench-row-fail|not-built.
 mode=${FAKE_MODE:-ok}
 cmd=$1; [ "$cmd" = golden ] && { shift; cmd="golden-$1"; }
 shift
@@ -48,7 +48,9 @@ bench)
         [ $p = loop ] && printf ',' >> "$json"
         printf '{"name":"wo_a/%s/fp8/t6/tune=on","kind":"kernel","path":"%s","family":"fp8","m":48,"n":1024,"k":4096,"groups":8,"tokens":6,"plan":"p","decision":"measure","samples_us":[%s],"median_us":%s,"min_us":9.95,"max_us":12.3,"bytes":33554432,"flops":402653184,"bandwidth_fraction":null,"max_rel_rms":1e-4}' $p $p "$samples" "$median" >> "$json"
     done
-    printf ']}\n' >> "$json" ;;
+    printf ']}\n' >> "$json"
+    [ "$mode" = bench-row-fail ] && { echo "voltgate bench: wo_a/grouped/fp8/t6/tune=on: output check failed" >&2; exit 1; }
+    true ;;
 replay)
     printf '{"tool":"replay","warmup_measured":34,"serving_measured":0,"requests_with_new_shape":2,"requests":3,"per_request":[{"prompt":12,"new_shape":true,"measured":0,"dispatch_us":1.5,"engine":"default"},{"prompt":12,"new_shape":false,"measured":0,"dispatch_us":1.2,"engine":"default"},{"prompt":1500,"new_shape":true,"measured":0,"dispatch_us":2.5,"engine":"default"}]}\n' > "$json" ;;
 *) echo "fake voltgate: $cmd?" >&2; exit 2 ;;
@@ -86,6 +88,18 @@ grep -q "regress: .*ATTENTION" "$tmp/out" || fail "golden-fail run: no ATTENTION
 [ "$(last_line)" = "report: $tmp/html/index.html" ] || fail "golden-fail run: last line '$(last_line)'"
 grep -q "PASS->FAIL" "$tmp/out" || fail "golden-fail run: no PASS->FAIL row printed"
 [ "$(ls "$tmp/history"/*.json | wc -l)" = 2 ] || fail "want 2 records after two runs"
+
+# A bench row that fails its output check (exit 1, JSON written): the rows
+# stay in the record and the failure is named, not hidden or dropped.
+run bench-row-fail
+[ "$rc" = 0 ] || fail "bench-row-fail run: exit $rc, want 0 (the report was written)"
+grep -q "bench-cpu: a row FAILED" "$tmp/out" || fail "bench-row-fail run: no FAILED line"
+"$py" - "$(newest)" <<'EOF' || fail "bench-row-fail record content"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert len(r["bench"]) == 2, r["bench"]
+assert any("a row failed" in m for m in r["missing"]), r["missing"]
+EOF
 
 VG_REGRESS_STRICT=1 run not-built
 [ "$rc" = 1 ] || fail "strict not-built run: exit $rc, want 1"

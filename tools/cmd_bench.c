@@ -272,6 +272,12 @@ static void add_row(bench *b, const char *name, const char *kind, const char *pa
         cJSON_AddNumberToObject(r, "max_rel_rms", rel_rms);
     else
         cJSON_AddNullToObject(r, "max_rel_rms");
+    /* Kernel rows: did the output pass the check (--max-rel-rms)?  A
+     * non-finite output leaves max_rel_rms null and this false. */
+    if (!strcmp(kind, "kernel"))
+        cJSON_AddBoolToObject(r, "output_ok", rel_rms <= b->o.max_rel_rms);
+    else
+        cJSON_AddNullToObject(r, "output_ok");
     cJSON_AddItemToArray(b->rows, r);
     result *t = new_result(b);
     if (t) {
