@@ -590,7 +590,8 @@ def loop_vs_grouped(run):
             out.append({"backend": backend, "variant": variant, "family": gr["family"], "tokens": gr["tokens"],
                         "loop_us": lp["median_us"], "grouped_us": gr["median_us"],
                         "ratio": lp["median_us"] / gr["median_us"] if gr["median_us"] else None,
-                        "bw": gr["bandwidth_fraction"], "rel_rms": max(errs) if errs else None})
+                        "bw": gr["bandwidth_fraction"], "ceil": gr.get("ceiling_fraction"),
+                        "rel_rms": max(errs) if errs else None})
     out.sort(key=lambda r: (r["backend"], r["family"], _natural(r["variant"].replace(f"/t{r['tokens']}/", "/")),
                             r["tokens"]))
     return out
@@ -726,10 +727,14 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
     p.append("<h2>Loop vs grouped (latest run)</h2>")
     if lvg:
         p.append(_table(["backend", "benchmark", "tokens", "loop us", "grouped us", "ratio (loop/grouped)",
-                         "bandwidth fraction (grouped)", "max rel RMS"],
+                         "bandwidth fraction (grouped)", "stream ceiling fraction (grouped)", "max rel RMS"],
                         [[r["backend"], r["variant"], r["tokens"], _fmt(r["loop_us"]), _fmt(r["grouped_us"]),
-                          _fmt(r["ratio"], "{:.2f}"), _fmt(r["bw"], "{:.3f}"), _fmt(r["rel_rms"], "{:.2e}")]
+                          _fmt(r["ratio"], "{:.2f}"), _fmt(r["bw"], "{:.3f}"), _fmt(r["ceil"], "{:.3f}"),
+                          _fmt(r["rel_rms"], "{:.2e}")]
                          for r in lvg]))
+        p.append("<p class='muted'>Stream ceiling fraction: the time a plain streaming kernel takes for the same "
+                 "weight bytes when, like every GEMM layer, it waits for the kernel before it, over the row's "
+                 "time (CUDA only; README, voltgate bench).</p>")
     else:
         p.append("<p class='muted'>No loop and grouped rows of the same benchmark in this run.</p>")
 
@@ -744,11 +749,14 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
                          f"{_fmt(row['min_us'])} - {_fmt(row['max_us'])}",
                          _fmt(r["effect"] * 100 if r["effect"] is not None else None, "{:+.1f}%"),
                          _fmt(r["p"], "{:.2g}"), f"{r['n_base']}/{r['n_new']}",
-                         _fmt(row["bandwidth_fraction"], "{:.3f}"), r["verdict"]])
-            cls.append({"regressed": "bad", "improved": "good", "too few samples": "warn"}.get(r["verdict"], ""))
+                         _fmt(row["bandwidth_fraction"], "{:.3f}"), _fmt(row.get("ceiling_fraction"), "{:.3f}"),
+                         r["verdict"] + ("; OUTPUT CHECK FAILED" if row.get("output_ok") is False else "")])
+            cls.append("bad" if row.get("output_ok") is False else
+                       {"regressed": "bad", "improved": "good", "too few samples": "warn"}.get(r["verdict"], ""))
         p.append("<div class='scroll'>" +
                  _table(["backend", "benchmark", "kind", "plan", "decision", "baseline median us", "median us",
-                         "min - max us", "change", "p", "n base/new", "bw fraction", "verdict"], rows, cls) +
+                         "min - max us", "change", "p", "n base/new", "bw fraction", "ceil fraction", "verdict"],
+                        rows, cls) +
                  "</div>")
     else:
         p.append("<p class='muted'>No benchmark rows in the latest run.</p>")

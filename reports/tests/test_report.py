@@ -43,15 +43,17 @@ class ReportCase(unittest.TestCase):
         self.assertEqual(problems, [])
         return recs
 
-    def put_record(self, commit, when, rows, runner="local", shard=None, golden=None, run_id=None):
-        """A record with bench rows {name: samples} and golden rows {case: verdict}."""
+    def put_record(self, commit, when, rows, runner="local", shard=None, golden=None, run_id=None, extra=None):
+        """A record with bench rows {name: samples} and golden rows {case: verdict};
+        extra {name: {field: value}} adds fields to bench rows."""
         bench_rows = []
         for name, samples in rows.items():
             bench_rows.append({"name": name, "kind": "kernel", "path": "grouped", "family": "fp8", "m": 48,
                                "n": 1024, "k": 4096, "groups": 8, "tokens": 6, "plan": "p", "decision": "reuse",
                                "samples_us": samples, "median_us": report.stats.median(samples),
                                "min_us": min(samples), "max_us": max(samples), "bytes": 33554432,
-                               "flops": 402653184, "bandwidth_fraction": 0.8, "max_rel_rms": 1e-4})
+                               "flops": 402653184, "bandwidth_fraction": 0.8, "max_rel_rms": 1e-4,
+                               **(extra or {}).get(name, {})})
         bench = {"tool": "bench", "backend": "cpu", "gpu": None, "driver": None, "cuda_version": None,
                  "arch_list": None, "policy_hash": "00000000000000ff", "config": {}, "copy_bandwidth_gbs": 10.0,
                  "rows": bench_rows}
@@ -257,6 +259,18 @@ class Files(ReportCase):
         self.assertIn("REGRESSED", page)
         self.assertIn("python3-matplotlib", page)
         self.assertIn("Loop vs grouped", page)
+
+    def test_ceiling_fraction_and_a_failed_output_are_shown(self):
+        self.put_record("a", 0, {"x": noisy(1, 10), "y": noisy(2, 10)})
+        self.put_record("b", 60, {"x": noisy(3, 10), "y": noisy(4, 10)},
+                        extra={"x": {"ceiling_fraction": 0.9731, "stream_ceiling_us": 9.7, "output_ok": True},
+                               "y": {"ceiling_fraction": None, "stream_ceiling_us": None, "output_ok": False}})
+        rc, out, err = run_report(["--history", self.hist, "--out", self.out])
+        with open(os.path.join(self.out, "index.html")) as f:
+            page = f.read()
+        self.assertIn("ceil fraction", page)
+        self.assertIn("0.973", page)
+        self.assertEqual(page.count("OUTPUT CHECK FAILED"), 1)
 
     def test_loop_vs_grouped_pairs_rows(self):
         gen_records.make_history(self.hist, commits=1, nsamp=10, coverage=False)
