@@ -107,7 +107,8 @@ vg_status vg_cuda_memset(void *ptr, int byte, size_t bytes)
     /* cudaMemset of device memory may return before it is done, and it runs
      * on the legacy stream, which a non-blocking stream does not wait for:
      * a NaN poison could then land after the kernel it was meant to precede
-     * (the bench saw max_rel_rms inf on a correct row that way). */
+     * (the likeliest cause found for one bench row's max_rel_rms inf on the
+     * H200, not confirmed: kernels/cuda/NOTES.md, session 5). */
     CU(cudaDeviceSynchronize(), "memset");
     return VG_OK;
 }
