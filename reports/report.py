@@ -73,10 +73,6 @@ class Run:
         return self.short[:7] + ("*" if self.dirty else "")
 
     @property
-    def first_date(self):
-        return min(r["date"] for r in self.records)
-
-    @property
     def date(self):
         return max(r["date"] for r in self.records)
 
@@ -830,12 +826,13 @@ def write_report(runs, latest, baseline, args, problems):
     perf, gold = flagged(bench_res, golden_res)
     written = []
     plot_note = None
-    if matplotlib_missing():
+    no_matplotlib = matplotlib_missing()
+    if no_matplotlib:
         # The verdict and the tables do not need plots: a machine set up with
         # VG_DEPS=build (no matplotlib) still gets them, and the page says why
         # the plots are absent.
         plots = dict.fromkeys(("history", "bandwidth", "golden", "replay", "coverage"), [])
-        plot_note = (f"Plots not drawn: {matplotlib_missing()}; "
+        plot_note = (f"Plots not drawn: {no_matplotlib}; "
                      "apt-get install python3-matplotlib (or make deps) draws them.")
         print(f"report.py: {plot_note}", file=sys.stderr)
     else:

@@ -207,8 +207,9 @@ static const result *find_result(const bench *b, const char *name)
 }
 
 /* The stream ceiling for a kernel row moving `bytes` (vg_cuda_stream_ceiling:
- * the best a kernel that streams that many bytes and waits for its input
- * can do), measured once per size; NAN on the CPU backend or on failure. */
+ * a kernel that only streams that many bytes and waits for its input, as
+ * a GEMM layer must), measured once per size; NAN on the CPU backend or on
+ * failure. */
 static double stream_ceiling_us(bench *b, double bytes)
 {
     if (!b->o.cuda || b->ceiling_failed || bytes < 16)
@@ -227,6 +228,13 @@ static double stream_ceiling_us(bench *b, double bytes)
         b->ceiling[b->nceiling++].us = us;
     }
     return us;
+}
+
+/* A kernel row's output check: its relative RMS error against the FP64
+ * reference within --max-rel-rms (false for a non-finite output). */
+static int output_ok(const bench *b, double rel_rms)
+{
+    return rel_rms <= b->o.max_rel_rms;
 }
 
 /* Adds one JSON row and its table entry. */
@@ -275,7 +283,7 @@ static void add_row(bench *b, const char *name, const char *kind, const char *pa
     /* Kernel rows: did the output pass the check (--max-rel-rms)?  A
      * non-finite output leaves max_rel_rms null and this false. */
     if (!strcmp(kind, "kernel"))
-        cJSON_AddBoolToObject(r, "output_ok", rel_rms <= b->o.max_rel_rms);
+        cJSON_AddBoolToObject(r, "output_ok", output_ok(b, rel_rms));
     else
         cJSON_AddNullToObject(r, "output_ok");
     cJSON_AddItemToArray(b->rows, r);
@@ -407,7 +415,6 @@ static double rel_rms_f16(const uint16_t *y, const double *ref, size_t count)
     return den > 0 ? sqrt(num / den) : INFINITY;
 }
 
-/* Times one layer call (path, rows per group) through the runtime. */
 /* One call: through the runtime's decision, or the plan --plan forces. */
 static vg_status gemm_call(bench *b, const vg_plan *forced, const vg_gemm_args *a,
                            vg_dispatch_info *info)
@@ -421,6 +428,7 @@ static vg_status gemm_call(bench *b, const vg_plan *forced, const vg_gemm_args *
     return vg_gemm_with_plan(b->dev, forced->id, a);
 }
 
+/* Times one layer call (path, rows per group) through the runtime. */
 static int run_kernel_row(bench *b, const char *name, const wset *w, vg_family fam,
                           vg_path path, int tokens, int m, const int32_t *offsets,
                           const uint16_t *x16, const double *ref, int tune, const vg_plan *forced)
@@ -518,7 +526,7 @@ static int run_kernel_row(bench *b, const char *name, const wset *w, vg_family f
             info.plan ? info.plan->id : "n/a", forced ? "forced" : vg_decision_name(info.decision), samples,
             b->o.samples, w->bytes, 2.0 * m * N * (double)K, rel);
     /* The row is kept (its timing is real), but a wrong output fails the run. */
-    if (!(rel <= b->o.max_rel_rms)) {
+    if (!output_ok(b, rel)) {
         fprintf(stderr, "voltgate bench: %s: output check failed: relative RMS error %g against "
                 "the FP64 reference (limit %g; inf: a non-finite output) with plan %s\n",
                 name, rel, b->o.max_rel_rms, info.plan ? info.plan->id : "n/a");
