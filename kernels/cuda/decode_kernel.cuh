@@ -24,7 +24,9 @@
  * of half h takes elements 16q + 4s + {0,1} as MMA K 2q, 2q+1 and
  * 16q + 4s + {2,3} as 2q+8, 2q+9, and the X fragment read from shared
  * memory uses the same order, so the dot products are unchanged (only their
- * order).  The C fragment is (weight row, token): c0, c1 are row g, tokens
+ * order).  A kNibblePairs family (dequant.cuh) decodes elements i and i+4
+ * of each 8 into one register, and the X fragment is permuted to match.
+ * The C fragment is (weight row, token): c0, c1 are row g, tokens
  * 2q, 2q+1; c2, c3 row g+8.  Token columns past the block's rows read a
  * valid row of X and are never stored (an MMA output column depends on its
  * own B column only).
@@ -289,9 +291,19 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
 #pragma unroll
                 for (int m = 0; m < MT; m++) {
                     const uint4 *xp = reinterpret_cast<const uint4 *>(slot + xrow[m] + 64 * h);
-                    const uint4 v0 = xp[0], v1 = xp[1];
-                    b[m][0] = v0.x, b[m][1] = v0.y, b[m][2] = v0.z, b[m][3] = v0.w;
-                    b[m][4] = v1.x, b[m][5] = v1.y, b[m][6] = v1.z, b[m][7] = v1.w;
+#pragma unroll
+                    for (int t = 0; t < 2; t++) {
+                        const uint4 v = xp[t];
+                        if constexpr (Deq::kNibblePairs) {
+                            /* X pairs (i, i + 4) of each 8 elements, as the weight's */
+                            b[m][4 * t] = __byte_perm(v.x, v.z, 0x5410u);
+                            b[m][4 * t + 1] = __byte_perm(v.x, v.z, 0x7632u);
+                            b[m][4 * t + 2] = __byte_perm(v.y, v.w, 0x5410u);
+                            b[m][4 * t + 3] = __byte_perm(v.y, v.w, 0x7632u);
+                        } else {
+                            b[m][4 * t] = v.x, b[m][4 * t + 1] = v.y, b[m][4 * t + 2] = v.z, b[m][4 * t + 3] = v.w;
+                        }
+                    }
                 }
 #pragma unroll
                 for (int j = 0; j < NI; j++) {

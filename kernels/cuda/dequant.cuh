@@ -21,6 +21,10 @@
  *                  by postscale(w, g, n, kb) before it is added to the FP32
  *                  accumulator: the block scale stays in FP32, exact.
  *   epilogue(w)    one factor applied to the output (nvfp4's tensor scale).
+ *   kNibblePairs   decode_words pairs element i with i+4 of each 8-element
+ *                  word (out[4t + i] = elements 8t + i, 8t + i + 4) instead
+ *                  of 2j with 2j+1; the decode kernel permutes X to match
+ *                  (decode16 always keeps the natural pairs).
  *
  * The decode kernel (decode_kernel.cuh) reads scales per 128-long K step
  * instead, ahead of use, for the two weight rows a thread holds:
@@ -57,7 +61,8 @@ struct KWeight {
     int32_t n, k;
     size_t q_group_bytes, scale_group_bytes, zero_group_bytes;
     int32_t scale_cols;       /* columns of the scale array (per row / per 128 rows) */
-    int32_t scale_vec_ok;     /* scale rows may be read 4 bytes at a time (DeqMXFP4Words) */
+    int32_t scale_vec_ok;     /* scale rows hold whole steps, each step's scales aligned to their
+                               * size (DeqMXFP4Words: 4 bytes, DeqNVFP4Words: 8) */
     size_t q_row_bytes;       /* bytes of one weight row */
 };
 
@@ -70,6 +75,7 @@ struct StepScales {
 /* ---- FP16 ------------------------------------------------------------------ */
 struct DeqFP16 {
     static constexpr int kBits = 16;
+    static constexpr bool kNibblePairs = false;
     static constexpr bool kPreScale = false;
     static constexpr bool kPostScale = false;
     static constexpr bool kPostPerBlock = false;
@@ -99,10 +105,15 @@ struct DeqFP16 {
 
 /* Two E4M3 codes (bytes lo and hi of the selector) to an FP16x2 holding the
  * values times 2^-8. */
+static __device__ __forceinline__ uint32_t e4m3_high_bytes_to_f16x2_scaled(uint32_t t)
+{
+    return (t & 0x80008000u) | ((t >> 1) & 0x3F803F80u);
+}
+
 static __device__ __forceinline__ uint32_t e4m3x2_to_f16x2_scaled(uint32_t word, uint32_t sel)
 {
-    uint32_t t = __byte_perm(word, 0u, sel); /* each code in the high byte of a 16-bit lane */
-    return (t & 0x80008000u) | ((t >> 1) & 0x3F803F80u);
+    /* each code in the high byte of a 16-bit lane */
+    return e4m3_high_bytes_to_f16x2_scaled(__byte_perm(word, 0u, sel));
 }
 
 /* SM89+ converts two E4M3 codes to FP16 in one instruction (exact values,
@@ -124,6 +135,7 @@ static __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint16_t two)
 
 struct DeqFP8 {
     static constexpr int kBits = 8;
+    static constexpr bool kNibblePairs = false;
     static constexpr bool kPreScale = false;
     static constexpr bool kPostScale = true;
     static constexpr bool kPostPerBlock = true; /* one scale for 128 rows */
@@ -191,6 +203,28 @@ static __device__ __forceinline__ void e2m1x16_decode(const uint32_t w[2], uint3
         }
 }
 
+/* The same decode with nibble pairs (kNibblePairs): out[4t + i] holds the
+ * elements in nibbles i and i + 4 of word t.  Both sit 16 bits apart, so
+ * one shift of the whole word moves both signs to bits 15 and 31 and
+ * another both magnitudes to bits 9-11 and 25-27: two shifts and two masks
+ * per pair, no byte extraction and no multiply (the byte-pair decode above
+ * costs about six instructions a pair; the 4-bit families are bound by
+ * instructions, kernels/cuda/NOTES.md). */
+static __device__ __forceinline__ void e2m1x16_decode_nibble_pairs(const uint32_t w[2], uint32_t s, uint32_t out[8])
+{
+    const __half2 sc = *reinterpret_cast<const __half2 *>(&s);
+#pragma unroll
+    for (int t = 0; t < 2; t++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t sign = (w[t] << (12 - 4 * i)) & 0x80008000u;
+            const uint32_t mag = (i == 3 ? w[t] >> 3 : w[t] << (9 - 4 * i)) & 0x0E000E00u;
+            uint32_t pair = sign | mag;
+            __half2 h = __hmul2(*reinterpret_cast<__half2 *>(&pair), sc);
+            out[4 * t + i] = *reinterpret_cast<uint32_t *>(&h);
+        }
+}
+
 /* FP16x2 bits of 2^e in both halves, for -14 <= e <= 15; 0 below.  The
  * pre-scales that need it only multiply an E2M1 decode (at most 6 * 2^-14),
  * and for e <= -15 that product is under half FP16's least subnormal, so it
@@ -209,6 +243,7 @@ static __device__ __forceinline__ uint32_t f16x2_pow2(int e)
  * multiplies by 2^8 and the tensor scale. */
 struct DeqNVFP4 {
     static constexpr int kBits = 4;
+    static constexpr bool kNibblePairs = true;
     static constexpr bool kPreScale = true;
     static constexpr bool kPostScale = false;
     static constexpr bool kPostPerBlock = false;
@@ -246,14 +281,39 @@ struct DeqNVFP4 {
     {
         const uint2 v = *reinterpret_cast<const uint2 *>(p);
         const uint32_t w[2] = {v.x, v.y};
-        decode_words(w, s, out);
+        e2m1x16_decode(w, s, out);
     }
     static __device__ __forceinline__ void decode_words(const uint32_t w[2], uint32_t s, uint32_t out[8])
     {
-        e2m1x16_decode(w, s, out);
+        e2m1x16_decode_nibble_pairs(w, s, out);
     }
     static __device__ __forceinline__ float postscale(const KWeight &, int, int, int) { return 1.0f; }
     static __device__ __forceinline__ float epilogue(const KWeight &w) { return w.tensor_scale * 256.0f; }
+};
+
+/* NVFP4 for the decode kernel when every scale row is 8-byte aligned and a
+ * whole number of steps long (KWeight.scale_vec_ok): a row's eight scale
+ * codes of the step in one load, the thread's two (q and 4 + q) picked by
+ * one byte permute and decoded together, where the byte-wise load_step
+ * issues two loads and two decodes per row.  A separate type, picked by
+ * the launcher, as DeqMXFP4Words. */
+struct DeqNVFP4Words : DeqNVFP4 {
+    static __device__ __forceinline__ void load_step(const KWeight &w, int g, int n0, int n1, int k0, int q,
+                                                     StepScales &s)
+    {
+        const uint8_t *base = w.scale + (size_t)g * w.scale_group_bytes + k0 / VG_NVFP4_GROUP;
+        const __half2 k2p14 = __float2half2_rn(16384.0f);
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const uint2 v = __ldg(reinterpret_cast<const uint2 *>(base + (size_t)(r ? n1 : n0) * w.scale_cols));
+            /* codes q and 4 + q in the high bytes of the two 16-bit lanes */
+            uint32_t b = e4m3_high_bytes_to_f16x2_scaled(__byte_perm(v.x, v.y, (uint32_t)((4 + q) << 12 | q << 4)));
+            const __half2 h = __hmul2(*reinterpret_cast<const __half2 *>(&b), k2p14);
+            const uint32_t both = *reinterpret_cast<const uint32_t *>(&h);
+            s.pre[r][0] = __byte_perm(both, 0u, 0x1010u);
+            s.pre[r][1] = __byte_perm(both, 0u, 0x3232u);
+        }
+    }
 };
 
 /* ---- MXFP4 (E2M1, E8M0 per 32) -------------------------------------------------
@@ -266,6 +326,7 @@ struct DeqNVFP4 {
  * then lost). */
 struct DeqMXFP4 {
     static constexpr int kBits = 4;
+    static constexpr bool kNibblePairs = true;
     static constexpr bool kPreScale = true;
     static constexpr bool kPostScale = true;
     static constexpr bool kPostPerBlock = false;
@@ -327,7 +388,7 @@ struct DeqMXFP4 {
     }
     static __device__ __forceinline__ void decode_words(const uint32_t w[2], uint32_t s, uint32_t out[8])
     {
-        e2m1x16_decode(w, s, out);
+        e2m1x16_decode_nibble_pairs(w, s, out);
     }
     static __device__ __forceinline__ float postscale(const KWeight &w, int g, int n, int kb)
     {
@@ -365,6 +426,7 @@ struct DeqMXFP4Words : DeqMXFP4 {
  * half makes 1024 + q exactly. */
 struct DeqAWQ {
     static constexpr int kBits = 4;
+    static constexpr bool kNibblePairs = false;
     static constexpr bool kPreScale = true;
     static constexpr bool kPostScale = true;
     static constexpr bool kPostPerBlock = false;

@@ -112,13 +112,21 @@ cudaError_t launch_decode(const KParams &p, dim3 grid, cudaStream_t s)
     return cudaLaunchKernelEx(&cfg, kern, p);
 }
 
-/* mxfp4 reads a step's four exponents as one word when the scale rows
- * allow it (DeqMXFP4Words), byte by byte otherwise. */
+/* mxfp4 and nvfp4 read a step's scales of a row in one load when the
+ * scale rows allow it (DeqMXFP4Words, DeqNVFP4Words), byte by byte
+ * otherwise. */
 template <int NI, int WK, int MT, int U>
 cudaError_t launch_decode_mxfp4(const KParams &p, dim3 grid, cudaStream_t s)
 {
     return p.w.scale_vec_ok ? launch_decode<DeqMXFP4Words, NI, WK, MT, U>(p, grid, s)
                             : launch_decode<DeqMXFP4, NI, WK, MT, U>(p, grid, s);
+}
+
+template <int NI, int WK, int MT, int U>
+cudaError_t launch_decode_nvfp4(const KParams &p, dim3 grid, cudaStream_t s)
+{
+    return p.w.scale_vec_ok ? launch_decode<DeqNVFP4Words, NI, WK, MT, U>(p, grid, s)
+                            : launch_decode<DeqNVFP4, NI, WK, MT, U>(p, grid, s);
 }
 
 template <class Deq, int NI, int WK, int MT, int U>
@@ -150,7 +158,7 @@ struct CudaPlan {
 #define VG_ALL_FAM_DECODE(NI, WK, MT, U)                                                   \
     {launch_decode<DeqFP16, NI, WK, MT, U>, launch_decode<DeqAWQ, NI, WK, MT, U>,             \
      launch_decode<DeqFP8, NI, WK, MT, U>, launch_decode_mxfp4<NI, WK, MT, U>,                 \
-     launch_decode<DeqNVFP4, NI, WK, MT, U>},                                                 \
+     launch_decode_nvfp4<NI, WK, MT, U>},                                                     \
     {smem_of_decode<DeqFP16, NI, WK, MT, U>(), smem_of_decode<DeqAWQ, NI, WK, MT, U>(),       \
      smem_of_decode<DeqFP8, NI, WK, MT, U>(), smem_of_decode<DeqMXFP4, NI, WK, MT, U>(),      \
      smem_of_decode<DeqNVFP4, NI, WK, MT, U>()}
@@ -273,7 +281,9 @@ vg_status make_kweight(const vg_weight *w, KWeight *kw)
     kw->scale_group_bytes = lay.scale_bytes;
     kw->zero_group_bytes = lay.zero_bytes;
     kw->scale_cols = lay.scale_cols;
-    kw->scale_vec_ok = ((uintptr_t)w->scale & 3u) == 0 && lay.scale_cols % 4 == 0; /* rows of whole steps */
+    /* one 128-long step's scale bytes: mxfp4 4 (E8M0 per 32), nvfp4 8 (E4M3 per 16) */
+    const unsigned step_bytes = w->family == VG_FAMILY_NVFP4 ? 8u : 4u;
+    kw->scale_vec_ok = ((uintptr_t)w->scale & (step_bytes - 1)) == 0 && lay.scale_cols % step_bytes == 0;
     kw->q_row_bytes = lay.q_bytes / (size_t)w->n;
     return VG_OK;
 }
