@@ -187,39 +187,35 @@ static __device__ __forceinline__ uint32_t e2m1x2_to_f16x2_scaled(uint32_t b)
     return ((b * 0x00200200u) & 0x0E000E00u) | ((b * 0x01001000u) & 0x80008000u);
 }
 
-/* Sixteen E2M1 codes (two words) times the FP16x2 pre-scale s, which
- * carries the 2^14 the decode leaves out (the products are exact: see the
- * families' prescale). */
-static __device__ __forceinline__ void e2m1x16_decode(const uint32_t w[2], uint32_t s, uint32_t out[8])
+/* The elements in nibbles i and i + 4 of word w (kNibblePairs) to an
+ * FP16x2 of their values times 2^-14, as above.  The two sit 16 bits
+ * apart, so one shift of the whole word moves both signs to bits 15 and 31
+ * and another both magnitudes to bits 9-11 and 25-27: two shifts and two
+ * masks, no byte extraction and no multiply (the byte pair above costs
+ * about six instructions with its extraction; the 4-bit families are bound
+ * by instructions, kernels/cuda/NOTES.md, session 6). */
+static __device__ __forceinline__ uint32_t e2m1_nibble_pair_to_f16x2_scaled(uint32_t w, int i)
 {
-    const __half2 sc = *reinterpret_cast<const __half2 *>(&s);
-#pragma unroll
-    for (int i = 0; i < 2; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            uint32_t pair = e2m1x2_to_f16x2_scaled((w[i] >> (8 * j)) & 0xFFu);
-            __half2 h = __hmul2(*reinterpret_cast<__half2 *>(&pair), sc);
-            out[4 * i + j] = *reinterpret_cast<uint32_t *>(&h);
-        }
+    const uint32_t sign = (w << (12 - 4 * i)) & 0x80008000u;
+    const uint32_t mag = (i == 3 ? w >> 3 : w << (9 - 4 * i)) & 0x0E000E00u;
+    return sign | mag;
 }
 
-/* The same decode with nibble pairs (kNibblePairs): out[4t + i] holds the
- * elements in nibbles i and i + 4 of word t.  Both sit 16 bits apart, so
- * one shift of the whole word moves both signs to bits 15 and 31 and
- * another both magnitudes to bits 9-11 and 25-27: two shifts and two masks
- * per pair, no byte extraction and no multiply (the byte-pair decode above
- * costs about six instructions a pair; the 4-bit families are bound by
- * instructions, kernels/cuda/NOTES.md). */
-static __device__ __forceinline__ void e2m1x16_decode_nibble_pairs(const uint32_t w[2], uint32_t s, uint32_t out[8])
+/* Sixteen E2M1 codes (two words) times the FP16x2 pre-scale s, which
+ * carries the 2^14 the decode leaves out (the products are exact: see the
+ * families' prescale).  out[4t + i] holds the elements of byte i of word t
+ * (2i and 2i + 1 of its eight), or with NibblePairs those of nibbles i and
+ * i + 4. */
+template <bool NibblePairs>
+static __device__ __forceinline__ void e2m1x16_decode(const uint32_t w[2], uint32_t s, uint32_t out[8])
 {
     const __half2 sc = *reinterpret_cast<const __half2 *>(&s);
 #pragma unroll
     for (int t = 0; t < 2; t++)
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            const uint32_t sign = (w[t] << (12 - 4 * i)) & 0x80008000u;
-            const uint32_t mag = (i == 3 ? w[t] >> 3 : w[t] << (9 - 4 * i)) & 0x0E000E00u;
-            uint32_t pair = sign | mag;
+            uint32_t pair = NibblePairs ? e2m1_nibble_pair_to_f16x2_scaled(w[t], i)
+                                        : e2m1x2_to_f16x2_scaled((w[t] >> (8 * i)) & 0xFFu);
             __half2 h = __hmul2(*reinterpret_cast<__half2 *>(&pair), sc);
             out[4 * t + i] = *reinterpret_cast<uint32_t *>(&h);
         }
@@ -281,11 +277,11 @@ struct DeqNVFP4 {
     {
         const uint2 v = *reinterpret_cast<const uint2 *>(p);
         const uint32_t w[2] = {v.x, v.y};
-        e2m1x16_decode(w, s, out);
+        e2m1x16_decode<false>(w, s, out);
     }
     static __device__ __forceinline__ void decode_words(const uint32_t w[2], uint32_t s, uint32_t out[8])
     {
-        e2m1x16_decode_nibble_pairs(w, s, out);
+        e2m1x16_decode<kNibblePairs>(w, s, out);
     }
     static __device__ __forceinline__ float postscale(const KWeight &, int, int, int) { return 1.0f; }
     static __device__ __forceinline__ float epilogue(const KWeight &w) { return w.tensor_scale * 256.0f; }
@@ -388,7 +384,7 @@ struct DeqMXFP4 {
     }
     static __device__ __forceinline__ void decode_words(const uint32_t w[2], uint32_t s, uint32_t out[8])
     {
-        e2m1x16_decode_nibble_pairs(w, s, out);
+        e2m1x16_decode<kNibblePairs>(w, s, out);
     }
     static __device__ __forceinline__ float postscale(const KWeight &w, int g, int n, int kb)
     {
