@@ -244,16 +244,19 @@ struct DeqNVFP4 {
     static constexpr bool kPostScale = false;
     static constexpr bool kPostPerBlock = false;
     static constexpr int kScaleK = 128;
-    /* The E4M3 code c to FP16x2 s * 2^6 in both halves: the fp8 bit decode
-     * gives s * 2^-8 (exact, subnormals included) and one multiply by 2^14
-     * (exact: at most 448 * 64).  The float conversion this replaces made
-     * nvfp4 wo_a 15.8 us instead of 12.6 (NOTES.md, session 4). */
-    static __device__ __forceinline__ uint32_t scale_code(uint32_t c)
+    /* The E4M3 codes in the high bytes of t's two 16-bit lanes to FP16x2
+     * s * 2^6: the fp8 bit decode gives s * 2^-8 (exact, subnormals
+     * included) and one multiply by 2^14 (exact: at most 448 * 64).  The
+     * float conversion this replaces made nvfp4 wo_a 15.8 us instead of
+     * 12.6 (NOTES.md, session 4). */
+    static __device__ __forceinline__ uint32_t scale_high_bytes(uint32_t t)
     {
-        uint32_t b = e4m3x2_to_f16x2_scaled(c, 0x0404u);
+        uint32_t b = e4m3_high_bytes_to_f16x2_scaled(t);
         const __half2 h = __hmul2(*reinterpret_cast<const __half2 *>(&b), __float2half2_rn(16384.0f));
         return *reinterpret_cast<const uint32_t *>(&h);
     }
+    /* The E4M3 code c (low byte) to that scale in both halves. */
+    static __device__ __forceinline__ uint32_t scale_code(uint32_t c) { return scale_high_bytes(__byte_perm(c, 0u, 0x0404u)); }
     static __device__ __forceinline__ uint32_t prescale(const KWeight &w, int g, int n, int k)
     {
         const uint8_t *s = w.scale + (size_t)g * w.scale_group_bytes;
@@ -298,14 +301,11 @@ struct DeqNVFP4Words : DeqNVFP4 {
                                                      StepScales &s)
     {
         const uint8_t *base = w.scale + (size_t)g * w.scale_group_bytes + k0 / VG_NVFP4_GROUP;
-        const __half2 k2p14 = __float2half2_rn(16384.0f);
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             const uint2 v = __ldg(reinterpret_cast<const uint2 *>(base + (size_t)(r ? n1 : n0) * w.scale_cols));
             /* codes q and 4 + q in the high bytes of the two 16-bit lanes */
-            uint32_t b = e4m3_high_bytes_to_f16x2_scaled(__byte_perm(v.x, v.y, (uint32_t)((4 + q) << 12 | q << 4)));
-            const __half2 h = __hmul2(*reinterpret_cast<const __half2 *>(&b), k2p14);
-            const uint32_t both = *reinterpret_cast<const uint32_t *>(&h);
+            const uint32_t both = scale_high_bytes(__byte_perm(v.x, v.y, (uint32_t)((4 + q) << 12 | q << 4)));
             s.pre[r][0] = __byte_perm(both, 0u, 0x1010u);
             s.pre[r][1] = __byte_perm(both, 0u, 0x3232u);
         }

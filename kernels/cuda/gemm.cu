@@ -281,8 +281,8 @@ vg_status make_kweight(const vg_weight *w, KWeight *kw)
     kw->scale_group_bytes = lay.scale_bytes;
     kw->zero_group_bytes = lay.zero_bytes;
     kw->scale_cols = lay.scale_cols;
-    /* one 128-long step's scale bytes: mxfp4 4 (E8M0 per 32), nvfp4 8 (E4M3 per 16) */
-    const unsigned step_bytes = w->family == VG_FAMILY_NVFP4 ? 8u : 4u;
+    /* one 128-long step's scale bytes (a byte per group): mxfp4 4, nvfp4 8 */
+    const unsigned step_bytes = 128u / (w->family == VG_FAMILY_NVFP4 ? VG_NVFP4_GROUP : VG_MXFP4_GROUP);
     kw->scale_vec_ok = ((uintptr_t)w->scale & (step_bytes - 1)) == 0 && lay.scale_cols % step_bytes == 0;
     kw->q_row_bytes = lay.q_bytes / (size_t)w->n;
     return VG_OK;
