@@ -151,14 +151,26 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     const size_t wrow = p.w.q_row_bytes;
     const uint8_t *wq = p.w.q + (size_t)g * p.w.q_group_bytes;
     int nr[NI][2];
-    const uint8_t *wbase[NI][2];
+    /* Tile j's row g at this thread's 16 elements, and the bytes from it to
+     * row g + 8: one pointer and one offset per tile, which the empty asm
+     * makes opaque so ptxas holds them; left to itself it recomputed all
+     * four row addresses from the row index every step (about 40 of a
+     * 4-bit step's 300 instructions, kernels/cuda/NOTES.md, session 6). */
+    const uint8_t *wrow_g[NI];
+    size_t wrow_8[NI];
 #pragma unroll
-    for (int j = 0; j < NI; j++)
+    for (int j = 0; j < NI; j++) {
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
+        for (int r = 0; r < 2; r++)
             nr[j][r] = min(n0 + 16 * j + lg + 8 * r, N - 1);
-            wbase[j][r] = wq + (size_t)nr[j][r] * wrow + (size_t)lq * 16 * Deq::kBits / 8;
-        }
+        wrow_g[j] = wq + (size_t)nr[j][0] * wrow + (size_t)lq * 16 * Deq::kBits / 8;
+        wrow_8[j] = (size_t)(nr[j][1] - nr[j][0]) * wrow;
+        asm volatile("" : "+l"(wrow_g[j]), "+l"(wrow_8[j]));
+    }
+    /* Bytes of the first k elements of a row, in 32 bits (K < 2^31). */
+    auto row_bytes = [](int k) -> unsigned {
+        return Deq::kBits >= 8 ? (unsigned)k * (Deq::kBits / 8) : (unsigned)k / (8 / Deq::kBits);
+    };
     int row0 = 0, rows = 0;     /* set after grid_dep_wait(): offsets may be an earlier kernel's */
     const uint16_t *xg = p.x;
 
@@ -189,12 +201,14 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
             Deq::load_step(p.w, g, nr[j][0], nr[j][1], k0, lq, sc[j]);
         if (p.w_vec_ok && k0 + C::kStepK <= K) {
 #pragma unroll
-            for (int j = 0; j < NI; j++)
+            for (int j = 0; j < NI; j++) {
+                const uint8_t *row = wrow_g[j] + row_bytes(k0);
 #pragma unroll
                 for (int r = 0; r < 2; r++)
 #pragma unroll
                     for (int h = 0; h < 2; h++)
-                        ldg_words<KW>(wbase[j][r] + (size_t)(k0 + 64 * h) * Deq::kBits / 8, buf[j][r][h]);
+                        ldg_words<KW>(row + (r ? wrow_8[j] : 0) + 64 * h * Deq::kBits / 8, buf[j][r][h]);
+            }
             return;
         }
         /* The K tail (or unaligned rows): bytes past the row read as zero,
