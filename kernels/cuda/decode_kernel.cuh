@@ -172,7 +172,8 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
         return Deq::kBits >= 8 ? (unsigned)k * (Deq::kBits / 8) : (unsigned)k / (8 / Deq::kBits);
     };
     int row0 = 0, rows = 0;     /* set after grid_dep_wait(): offsets may be an earlier kernel's */
-    const uint16_t *xg = p.x;
+    const uint16_t *xg = p.x, *xlane = p.x;
+    const int xslot = (lane >> 4) * XS + (lane & 15) * 8;
 
     auto step_k0 = [&](int i) { return kbeg + (((i / PR) * WK + wk) * PR + i % PR) * C::kStepK; };
 
@@ -181,8 +182,13 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
         const int k0 = step_k0(i);
         uint16_t *slot = xring + (i % U) * C::kXSlot;
         if (p.x_vec_ok && k0 + C::kStepK <= kend) {
-            for (int c = lane; c < rows * 16; c += 32)
-                cp_async16_l1(slot + (c >> 4) * XS + (c & 15) * 8, xg + (size_t)(c >> 4) * K + k0 + (c & 15) * 8);
+            /* Lane l copies 16 bytes at column 8 (l % 16) of rows l / 16 + 2t:
+             * the addresses are xlane's and xslot's plus constants per t. */
+            const uint16_t *src = xlane + k0;
+#pragma unroll
+            for (int t = 0; t < BM / 2; t++)
+                if ((lane >> 4) + 2 * t < rows)
+                    cp_async16_l1(slot + xslot + 2 * t * XS, src + (size_t)2 * t * K);
         } else {
             /* The K tail (or unaligned X): zero past the range. */
             for (int c = lane; c < rows * C::kStepK; c += 32) {
@@ -258,6 +264,7 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     if (rows <= 0)
         return; /* block-uniform, and no cp.async is in flight yet */
     xg = p.x + (size_t)row0 * K;
+    xlane = xg + (size_t)(lane >> 4) * K + (lane & 15) * 8;
 
     /* One cp.async group per step, committed even when empty, so that
      * "all but the newest U-1 groups" is always step i's. */
