@@ -79,7 +79,7 @@ vg_status vg_cuda_graph_end(void *stream, void **exec)
     cudaGraph_t g;
     CU(cudaStreamEndCapture(static_cast<cudaStream_t>(stream), &g), "graph capture end");
     cudaGraphExec_t ge;
-    cudaError_t e = cudaGraphInstantiate(&ge, g, 0);
+    cudaError_t e = cudaGraphInstantiateWithFlags(&ge, g, 0);
     cudaGraphDestroy(g);
     if (e != cudaSuccess)
         return cuda_fail(e, "graph instantiate");
@@ -353,7 +353,7 @@ vg_status vg_cuda_stream_ceiling(size_t bytes, int reps, double *median_us)
             e = e2;
     }
     if (e == cudaSuccess)
-        e = cudaGraphInstantiate(&exec, graph, 0);
+        e = cudaGraphInstantiateWithFlags(&exec, graph, 0);
     if (e == cudaSuccess && (e = cudaEventCreate(&e0)) == cudaSuccess)
         e = cudaEventCreate(&e1);
     for (int i = 0; i < 3 && e == cudaSuccess; i++)
