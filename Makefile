@@ -95,7 +95,7 @@ LIB_A := $(BUILD)/lib/libvoltgate.a
 LIB_SO := $(BUILD)/lib/libvoltgate.so
 TOOL := $(BUILD)/bin/voltgate
 
-.PHONY: all check regress deps clean suites print-config sanitize coverage fuzz
+.PHONY: all check regress deps clean suites print-config sanitize coverage fuzz sm70-check
 .DEFAULT_GOAL := all
 # Keep the suites' objects: they are intermediate files of a chain.
 .SECONDARY:
@@ -171,6 +171,13 @@ coverage: deps
 	  --cobertura $(BUILD)/reports/coverage/coverage.xml \
 	  --print-summary --fail-under-line $(COVERAGE_MIN) \
 	  || { echo "coverage: under $(COVERAGE_MIN)% of lines in runtime/ and kernels/ (or gcovr failed)"; exit 1; }
+
+# The Volta build that CUDA 13 cannot make: every CUDA source for sm_70 with
+# a CUDA 12-or-older nvcc (ci/sm70 install gets Debian's 11.8), and every
+# GEMM kernel's SASS checked for the m8n8k4 MMA.  Says "skipped" without
+# such a toolkit.  Not part of check: gemm.cu alone takes 10-13 min on 2 cores.
+sm70-check:
+	@ci/sm70 build $(BUILD)/sm70; rc=$$?; [ $$rc = 77 ] && exit 0; exit $$rc
 
 clean:
 	rm -rf $(BUILD)
