@@ -593,6 +593,35 @@ def loop_vs_grouped(run):
     return out
 
 
+def tuner_vs_heuristic(run, margin=0.10):
+    """Rows of the tuner table: each kernel row measured with tune=on (the
+    runtime's measure decision) next to the same row with tune=off (the
+    heuristic), where the two picked different plans.  "loss" is how much
+    slower the tuner's pick ran (negative: faster); beyond +-margin the row
+    is marked.  The tuner times candidates one launch at a time; the bench
+    times layers back to back, so the two can disagree (kernels/cuda/NOTES.md)."""
+    pairs = {}
+    for (backend, name), row in run.bench.items():
+        segs = name.split("/")
+        side = next((t for t in ("on", "off") if f"tune={t}" in segs), None)
+        if row["kind"] != "kernel" or side is None:
+            continue
+        segs[segs.index(f"tune={side}")] = "tune=*"
+        pairs.setdefault((backend, "/".join(segs)), {})[side] = row
+    out = []
+    for (backend, variant), d in pairs.items():
+        on, off = d.get("on"), d.get("off")
+        if not on or not off or on["plan"] == off["plan"] or not off["median_us"]:
+            continue
+        loss = on["median_us"] / off["median_us"] - 1.0
+        out.append({"backend": backend, "variant": variant, "family": on["family"],
+                    "heuristic_plan": off["plan"], "heuristic_us": off["median_us"],
+                    "tuned_plan": on["plan"], "tuned_us": on["median_us"], "decision": on["decision"],
+                    "loss": loss, "mark": "slower" if loss > margin else ("faster" if loss < -margin else "")})
+    out.sort(key=lambda r: (-r["loss"], r["backend"], _natural(r["variant"])))
+    return out
+
+
 CSS = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 24px auto;
        max-width: 1220px; color: #1b1b1b; line-height: 1.4; font-size: 15px; padding: 0 12px; }
@@ -733,6 +762,26 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
                  "time (CUDA only; README, voltgate bench).</p>")
     else:
         p.append("<p class='muted'>No loop and grouped rows of the same benchmark in this run.</p>")
+
+    # The tuner's picks against the heuristic's.
+    tvh = tuner_vs_heuristic(latest)
+    p.append("<h2>Tuner vs heuristic (latest run)</h2>")
+    if tvh:
+        slower = sum(r["mark"] == "slower" for r in tvh)
+        faster = sum(r["mark"] == "faster" for r in tvh)
+        p.append(f"<p>{len(tvh)} row(s) where tuning (tune=on) picked another plan than the heuristic "
+                 f"(tune=off): the pick ran more than 10 % slower in {slower}, more than 10 % faster in "
+                 f"{faster}. The tuner times each candidate alone; the bench times layers back to back, "
+                 "as a serving engine runs them.</p>")
+        p.append("<div class='scroll'>" +
+                 _table(["backend", "benchmark", "heuristic plan", "heuristic us", "tuned plan", "decision",
+                         "tuned us", "tuned vs heuristic"],
+                        [[r["backend"], r["variant"], r["heuristic_plan"], _fmt(r["heuristic_us"]), r["tuned_plan"],
+                          r["decision"], _fmt(r["tuned_us"]), _fmt(r["loss"] * 100, "{:+.1f}%")] for r in tvh],
+                        [{"slower": "bad", "faster": "good"}.get(r["mark"], "") for r in tvh]) + "</div>")
+    else:
+        p.append("<p class='muted'>No row where tuning picked another plan than the heuristic "
+                 "(or no tune=on/off pairs in this run).</p>")
 
     # All benchmark rows against the baseline.
     p.append("<h2>Benchmarks against the baseline</h2>")

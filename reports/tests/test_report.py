@@ -282,6 +282,30 @@ class Files(ReportCase):
         self.assertAlmostEqual(r["ratio"], r["loop_us"] / r["grouped_us"])
         self.assertGreater(r["ratio"], 4.0)
 
+    def test_tuner_vs_heuristic_marks_a_slower_pick(self):
+        tuned = {"wo_a/grouped/fp8/t4/tune=on": [11.5, 11.6, 11.7],    # another plan, 12 % slower
+                 "wo_a/grouped/fp8/t4/tune=off": [10.3, 10.4, 10.5],
+                 "wo_a/grouped/fp8/t8/tune=on": [9.0, 9.1, 9.2],       # another plan, 13 % faster
+                 "wo_a/grouped/fp8/t8/tune=off": [10.4, 10.5, 10.6],
+                 "wo_a/grouped/fp8/t1/tune=on": [12.0, 12.1, 12.2],    # the same plan: not a decision
+                 "wo_a/grouped/fp8/t1/tune=off": [10.0, 10.1, 10.2],
+                 "wo_a/grouped/fp8/t2/tune=on": [10.0, 10.1, 10.2]}    # no tune=off partner
+        plans = {"wo_a/grouped/fp8/t4/tune=on": "m8n32", "wo_a/grouped/fp8/t8/tune=on": "m16n16"}
+        extra = {name: {"plan": plans.get(name, "m8n16"), "decision": "measure" if "tune=on" in name else "heuristic"}
+                 for name in tuned}
+        self.put_record("a", 0, tuned, extra=extra)
+        run = report.group_runs(self.records())[0]
+        rows = report.tuner_vs_heuristic(run)
+        self.assertEqual([r["variant"] for r in rows], ["wo_a/grouped/fp8/t4/tune=*", "wo_a/grouped/fp8/t8/tune=*"])
+        self.assertEqual([r["mark"] for r in rows], ["slower", "faster"])
+        self.assertAlmostEqual(rows[0]["loss"], 11.6 / 10.4 - 1.0)
+        self.assertEqual((rows[0]["heuristic_plan"], rows[0]["tuned_plan"]), ("m8n16", "m8n32"))
+        rc, _, err = run_report(["--history", self.hist, "--out", self.out])
+        page = open(os.path.join(self.out, "index.html")).read()
+        self.assertIn("Tuner vs heuristic", page)
+        self.assertIn("more than 10 % slower in 1, more than 10 % faster in 1", page)
+        self.assertIn("+11.5%", page)
+
 
 if __name__ == "__main__":
     unittest.main()
