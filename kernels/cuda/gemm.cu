@@ -113,20 +113,13 @@ cudaError_t launch_decode(const KParams &p, dim3 grid, cudaStream_t s)
 }
 
 /* mxfp4 and nvfp4 read a step's scales of a row in one load when the
- * scale rows allow it (DeqMXFP4Words, DeqNVFP4Words), byte by byte
- * otherwise. */
-template <int NI, int WK, int MT, int U>
-cudaError_t launch_decode_mxfp4(const KParams &p, dim3 grid, cudaStream_t s)
+ * scale rows allow it (DeqWords: DeqMXFP4Words, DeqNVFP4Words), byte by
+ * byte otherwise (Deq). */
+template <class Deq, class DeqWords, int NI, int WK, int MT, int U>
+cudaError_t launch_decode_scale_words(const KParams &p, dim3 grid, cudaStream_t s)
 {
-    return p.w.scale_vec_ok ? launch_decode<DeqMXFP4Words, NI, WK, MT, U>(p, grid, s)
-                            : launch_decode<DeqMXFP4, NI, WK, MT, U>(p, grid, s);
-}
-
-template <int NI, int WK, int MT, int U>
-cudaError_t launch_decode_nvfp4(const KParams &p, dim3 grid, cudaStream_t s)
-{
-    return p.w.scale_vec_ok ? launch_decode<DeqNVFP4Words, NI, WK, MT, U>(p, grid, s)
-                            : launch_decode<DeqNVFP4, NI, WK, MT, U>(p, grid, s);
+    return p.w.scale_vec_ok ? launch_decode<DeqWords, NI, WK, MT, U>(p, grid, s)
+                            : launch_decode<Deq, NI, WK, MT, U>(p, grid, s);
 }
 
 template <class Deq, int NI, int WK, int MT, int U>
@@ -157,8 +150,9 @@ struct CudaPlan {
 
 #define VG_ALL_FAM_DECODE(NI, WK, MT, U)                                                   \
     {launch_decode<DeqFP16, NI, WK, MT, U>, launch_decode<DeqAWQ, NI, WK, MT, U>,             \
-     launch_decode<DeqFP8, NI, WK, MT, U>, launch_decode_mxfp4<NI, WK, MT, U>,                 \
-     launch_decode_nvfp4<NI, WK, MT, U>},                                                     \
+     launch_decode<DeqFP8, NI, WK, MT, U>,                                                    \
+     launch_decode_scale_words<DeqMXFP4, DeqMXFP4Words, NI, WK, MT, U>,                       \
+     launch_decode_scale_words<DeqNVFP4, DeqNVFP4Words, NI, WK, MT, U>},                      \
     {smem_of_decode<DeqFP16, NI, WK, MT, U>(), smem_of_decode<DeqAWQ, NI, WK, MT, U>(),       \
      smem_of_decode<DeqFP8, NI, WK, MT, U>(), smem_of_decode<DeqMXFP4, NI, WK, MT, U>(),      \
      smem_of_decode<DeqNVFP4, NI, WK, MT, U>()}
