@@ -55,7 +55,12 @@ vg_status vg_cuda_stream_capturing(void *stream, int *capturing);
  * launch on the current device (SM90+, unless VG_CUDA_PDL=0): a property of
  * the launch, not of the plan, that benchmark records name. */
 vg_status vg_cuda_decode_pdl(int *pdl);
-/* Median microseconds of `reps` launches after `warmup`, CUDA events. */
+/* Microseconds of one launch of plan p as a serving step sees it: the
+ * median over `reps` samples, after `warmup`, of a CUDA graph of
+ * back-to-back launches on rotating copies of a's weights (together 3x the
+ * L2), over its launch count (CUDA events).  Writes a->y and the workspace;
+ * the caller's stream is ordered after it.  VG_ERR_STATE while a->stream
+ * is capturing. */
 vg_status vg_cuda_time_plan(const vg_plan *p, const vg_gemm_args *a, int warmup, int reps,
                             double *median_us);
 

@@ -34,6 +34,31 @@ static void run_family(vg_family f)
     tc_free(&c);
 }
 
+/* The plan timer on every family (codes, scales and zeros copied for its
+ * rotation), on the legacy stream, dense and loop (one launch per group). */
+static void test_timer_every_family(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    static const vg_family fams[] = {VG_FAMILY_FP16, VG_FAMILY_AWQ, VG_FAMILY_MXFP4,
+                                     VG_FAMILY_NVFP4};
+    for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++) {
+        tc_case c;
+        tc_make(&c, fams[f], VG_PATH_DENSE, 3, 256, 1024, 1, NULL, 800 + f);
+        c.args.stream = NULL;
+        tc_time_plan(&c, vg_cuda_heuristic(fams[f], VG_PATH_DENSE, 3, 256, 1024),
+                     tc_tol(fams[f], VG_DTYPE_F32));
+        tc_free(&c);
+        int32_t cnt[3] = {2, 0, 5}, off[4];
+        tc_offsets(off, cnt, 3);
+        tc_make(&c, fams[f], VG_PATH_LOOP, off[3], 256, 512, 3, off, 810 + f);
+        c.args.stream = NULL;
+        tc_time_plan(&c, vg_cuda_heuristic(fams[f], VG_PATH_LOOP, 5, 256, 512),
+                     tc_tol(fams[f], VG_DTYPE_F32));
+        tc_free(&c);
+    }
+}
+
 static void test_fp16_every_plan(void **state) { (void)state; VGTEST_REQUIRE_CUDA(); run_family(VG_FAMILY_FP16); }
 static void test_awq_every_plan(void **state) { (void)state; VGTEST_REQUIRE_CUDA(); run_family(VG_FAMILY_AWQ); }
 static void test_mxfp4_every_plan(void **state) { (void)state; VGTEST_REQUIRE_CUDA(); run_family(VG_FAMILY_MXFP4); }
@@ -46,6 +71,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_awq_every_plan),
         cmocka_unit_test(test_mxfp4_every_plan),
         cmocka_unit_test(test_nvfp4_every_plan),
+        cmocka_unit_test(test_timer_every_family),
     };
     return VGTEST_MAIN("cuda_families", tests);
 }

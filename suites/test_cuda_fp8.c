@@ -397,9 +397,8 @@ static void test_graph_capture_grouped(void **state)
         tc_check(&c, y, tc_tol(VG_FAMILY_FP8, VG_DTYPE_F32), p->id);
         free(y);
         assert_int_equal(vg_cuda_graph_destroy(exec), VG_OK);
-        /* And the timer works outside a capture. */
-        assert_int_equal(vg_cuda_time_plan(p, &c.args, 2, 5, &us), VG_OK);
-        assert_true(us > 0 && isfinite(us));
+        /* And the timer works outside a capture, leaving the right Y. */
+        tc_time_plan(&c, p, tc_tol(VG_FAMILY_FP8, VG_DTYPE_F32));
         ran++;
     }
     assert_true(ran >= 2);

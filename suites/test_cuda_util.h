@@ -247,6 +247,33 @@ static inline double tc_run_plan(tc_case *c, const vg_plan *p, double tol)
     return rel;
 }
 
+/* The plan timer on the case (poisoned Y): it must time, and its launches,
+ * which read rotating copies of the weights, must leave the right Y, so a
+ * copy with its codes, scales or zeros misplaced fails here. */
+static inline void tc_time_plan(tc_case *c, const vg_plan *p, double tol)
+{
+    assert_non_null(p);
+    char what[256];
+    snprintf(what, sizeof what, "timer: %s %s m=%d n=%d k=%d g=%d plan %s",
+             vg_family_name(c->fam), vg_path_name(c->path), (int)c->m, (int)c->n, (int)c->k,
+             (int)c->groups, p->id);
+    tc_poison(c);
+    double us = -1;
+    vg_status st = vg_cuda_time_plan(p, &c->args, 1, 3, &us);
+    if (st != VG_OK) {
+        print_error("%s: %s (%s)\n", what, vg_status_str(st), vg_last_error());
+        fail();
+    }
+    if (!(us > 0 && isfinite(us))) {
+        print_error("%s: %g us\n", what, us);
+        fail();
+    }
+    assert_int_equal(vg_cuda_synchronize(c->args.stream), VG_OK);
+    float *y = tc_download(c);
+    tc_check(c, y, tol, what);
+    free(y);
+}
+
 /* Every plan that applies to the case's family, path and rows; returns how
  * many ran (the caller asserts it is not zero). */
 static inline int tc_run_all_plans(tc_case *c, double tol)
