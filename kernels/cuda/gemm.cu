@@ -348,10 +348,12 @@ vg_status vg_cuda_decode_pdl(int *pdl)
 const vg_plan *vg_cuda_plan_at(size_t i) { return i < g_plan_count ? &g_plans[i].plan : NULL; }
 
 /* The one fixed rule.  Decode sizes (<= 16 rows): the streaming decode
- * kernel with the plans the DRAM-true tuner picked on an H200 at wo_a and
- * N=4096 (kernels/cuda/NOTES.md), split-K when the blocks alone would leave
- * a big GPU short of warps; <= 64 rows: the mid tile; above: the
- * prefill tile. */
+ * kernel with the plans the back-to-back tuner picked on an H200 (kernels/
+ * cuda/NOTES.md): at N >= 3072 one block per 16 rows of N; at N = 768-3071
+ * (the loop path's N=1024 groups) 16 or 8 warps per block that split K
+ * inside the block, 2.2x faster there than split-K across blocks, whose
+ * reduce kernel doubles the launches; below that, split-K 4.  <= 64 rows:
+ * the mid tile; above: the prefill tile. */
 const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k)
 {
     (void)k;
@@ -370,9 +372,9 @@ const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_
     if (rows <= 16) {
         const int tiles = ceil_div(n, 16);
         const char *ids[2][3] = {
-            {"cuda.dense.decode.m8n16w8.u2.sk1", "cuda.dense.decode.m8n32w4.u2.sk2",
+            {"cuda.dense.decode.m8n16w8.u2.sk1", "cuda.dense.decode.m8n16w16.u2.sk1",
              "cuda.dense.decode.m8n32w4.u2.sk4"},
-            {"cuda.dense.decode.m16n16w8.u2.sk1", "cuda.dense.decode.m16n32w4.u2.sk2",
+            {"cuda.dense.decode.m16n16w8.u2.sk1", "cuda.dense.decode.m16n16w8.u4.sk1",
              "cuda.dense.decode.m16n32w4.u2.sk4"}};
         return by_id(ids[big][tiles >= 192 ? 0 : tiles >= 48 ? 1 : 2]);
     }
