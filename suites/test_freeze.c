@@ -3,7 +3,10 @@
  * thread, whatever the family, path or shape; the frozen lookup returns the
  * plan of the next larger measured shape of the same partition, family and
  * path, or the heuristic, exactly.  And a freeze that lands while threads
- * are measuring still wins: nothing is measured after it returns.
+ * are measuring still wins: nothing is measured after it returns.  These
+ * run on the cpu device with a scripted timer; on a GPU the same lookup is
+ * checked for all five families on the CUDA backend with real measurements
+ * (frozen_on_cuda_every_family; skipped without a device).
  */
 #include <pthread.h>
 
@@ -291,10 +294,81 @@ static void freeze_races_measurements(void **state)
     world_close(&w);
 }
 
+/* The freeze on the CUDA backend, every family: real measurements (the
+ * back-to-back timer, so the winners are whatever the GPU says, remembered
+ * from each call's answer), then the freeze, then every row count of a
+ * dense and a grouped layer per family: never measure; the plan of the
+ * next larger measured shape of the same family, path and N, else the CUDA
+ * heuristic, exactly. */
+static void frozen_on_cuda_every_family(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    enum { CN = 256, CK = 512, CG = 2, ROWS = 24 };
+    vg_device *dev = NULL;
+    assert_int_equal(vg_device_open("cuda", 0, &dev), VG_OK);
+    vg_trace_set(dev, NULL);
+    test_layer dense[VG_FAMILY_COUNT], grouped[VG_FAMILY_COUNT];
+    measured_shape shapes[4 * VG_FAMILY_COUNT];
+    int nshapes = 0;
+    static const int32_t dense_measured[] = {2, 9}, grouped_measured[] = {3, 8};
+    for (int f = 0; f < VG_FAMILY_COUNT; f++) {
+        layer_open(&dense[f], dev, (vg_family)f, VG_PATH_DENSE, CN, CK, 1, ROWS);
+        layer_open(&grouped[f], dev, (vg_family)f, VG_PATH_GROUPED, CN, CK, CG, ROWS);
+        for (int i = 0; i < 2; i++) {
+            const test_layer *l[2] = {&dense[f], &grouped[f]};
+            const int32_t rows[2] = {dense_measured[i], grouped_measured[i]};
+            for (int j = 0; j < 2; j++) {
+                vg_gemm_args a = layer_call(l[j], rows[j]);
+                vg_dispatch_info info = gemm_ok(dev, &a);
+                assert_int_equal(info.decision, VG_DECISION_MEASURE);
+                assert_string_equal(info.plan->backend, "cuda");
+                shapes[nshapes++] = (measured_shape){(vg_family)f, info.path, CN, rows[j], info.plan};
+            }
+        }
+    }
+    assert_int_equal(measured_total(dev), (uint64_t)nshapes);
+    assert_int_equal(vg_device_freeze_tuning(dev), VG_OK);
+    for (int f = 0; f < VG_FAMILY_COUNT; f++)
+        for (int32_t r = 1; r <= ROWS; r++) {
+            const test_layer *l[2] = {&dense[f], &grouped[f]};
+            for (int j = 0; j < 2; j++) {
+                vg_gemm_args a = layer_call(l[j], r);
+                vg_dispatch_info info = gemm_ok(dev, &a);
+                vg_path path = rerouted(&a, r);
+                const measured_shape *best = NULL;
+                for (int i = 0; i < nshapes; i++)
+                    if (shapes[i].family == (vg_family)f && shapes[i].path == path && shapes[i].rows >= r &&
+                        (!best || shapes[i].rows < best->rows))
+                        best = &shapes[i];
+                if (info.decision != (best ? VG_DECISION_REUSE : VG_DECISION_HEURISTIC) ||
+                    info.plan != (best ? best->plan
+                                       : vg_cuda_heuristic((vg_family)f, path, r, CN, CK))) {
+                    print_error("%s %s rows %d: %s %s, expected %s\n", vg_family_name((vg_family)f),
+                                vg_path_name(path), (int)r, vg_decision_name(info.decision),
+                                info.plan->id, best ? best->plan->id : "the heuristic");
+                    fail();
+                }
+            }
+        }
+    vg_tuning_state ts;
+    assert_int_equal(vg_device_tuning_state(dev, &ts), VG_OK);
+    assert_int_equal(ts.frozen, 1);
+    assert_int_equal(ts.measured_after_freeze, 0);
+    assert_int_equal(ts.measured_total, (uint64_t)nshapes);
+    assert_int_equal(vg_device_synchronize(dev, NULL), VG_OK);
+    for (int f = 0; f < VG_FAMILY_COUNT; f++) {
+        layer_close(&dense[f]);
+        layer_close(&grouped[f]);
+    }
+    vg_device_close(dev);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(frozen_lookup_exact),
+        cmocka_unit_test(frozen_on_cuda_every_family),
         cmocka_unit_test(frozen_from_eight_threads),
         cmocka_unit_test(freeze_races_measurements),
     };
