@@ -598,8 +598,10 @@ def tuner_vs_heuristic(run, margin=0.10):
     runtime's measure decision) next to the same row with tune=off (the
     heuristic), where the two picked different plans.  "loss" is how much
     slower the tuner's pick ran (negative: faster); beyond +-margin the row
-    is marked.  The tuner times candidates one launch at a time; the bench
-    times layers back to back, so the two can disagree (kernels/cuda/NOTES.md)."""
+    is marked.  Since 2026-12-03 the tuner times back to back over rotating
+    weight copies as the bench does, so a marked "slower" row is a finding
+    (kernels/cuda/NOTES.md, session 8), not the expected disagreement of
+    the older one-launch timer."""
     pairs = {}
     for (backend, name), row in run.bench.items():
         segs = name.split("/")
