@@ -431,7 +431,7 @@ static void test_split_k_deterministic(void **state)
     tc_free(&c);
 }
 
-/* The heuristic names a plan that applies for every path and size. */
+/* The heuristic names a plan that applies for every family, path and size. */
 static void test_heuristic_applies(void **state)
 {
     (void)state;
@@ -446,9 +446,11 @@ static void test_heuristic_applies(void **state)
         for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
             if (paths[p] == VG_PATH_GROUPED && rows[r] > GROUPED_DECODE_MAX_TOKENS)
                 continue;
-            const vg_plan *h = vg_cuda_heuristic(VG_FAMILY_FP8, paths[p], rows[r], 1024, 4096);
-            assert_non_null(h);
-            assert_true(vg_plan_applies(h, VG_FAMILY_FP8, paths[p], rows[r]));
+            for (int f = 0; f < VG_FAMILY_COUNT; f++) {
+                const vg_plan *h = vg_cuda_heuristic((vg_family)f, paths[p], rows[r], 1024, 4096);
+                assert_non_null(h);
+                assert_true(vg_plan_applies(h, (vg_family)f, paths[p], rows[r]));
+            }
         }
 }
 
