@@ -24,6 +24,13 @@ const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_
     (void)f; (void)path; (void)rows; (void)n; (void)k;
     return NULL;
 }
+const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, int32_t n,
+                                     int32_t k, int smem_limit)
+{
+    (void)f; (void)path; (void)rows; (void)n; (void)k; (void)smem_limit;
+    return NULL;
+}
+int vg_cuda_plan_smem(const vg_plan *p, vg_family f) { (void)p; (void)f; return -1; }
 vg_status vg_cuda_workspace_bytes(const vg_plan *p, const vg_gemm_args *a, size_t *bytes)
 {
     (void)p; (void)a; (void)bytes;

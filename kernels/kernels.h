@@ -38,6 +38,12 @@ vg_status vg_cuda_device_arch(int ordinal, int *arch);
 size_t vg_cuda_plan_count(void);
 const vg_plan *vg_cuda_plan_at(size_t i);
 const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k);
+/* The same rule for a device with smem_limit bytes of opt-in shared memory
+ * per block (vg_cuda_heuristic: the current device's), and the shared
+ * memory plan p's kernel for family f takes (-1 for an unknown plan). */
+const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, int32_t n,
+                                     int32_t k, int smem_limit);
+int vg_cuda_plan_smem(const vg_plan *p, vg_family f);
 vg_status vg_cuda_workspace_bytes(const vg_plan *p, const vg_gemm_args *a, size_t *bytes);
 /* Enqueues on a->stream; graph-capturable (no allocation, no sync). */
 vg_status vg_cuda_gemm(const vg_plan *p, const vg_gemm_args *a);
@@ -58,9 +64,12 @@ vg_status vg_cuda_decode_pdl(int *pdl);
 /* Microseconds of one launch of plan p as a serving step sees it: the
  * median over `reps` samples, after `warmup`, of a CUDA graph of
  * back-to-back launches on rotating copies of a's weights (together 3x the
- * L2), over its launch count (CUDA events).  Writes a->y and the workspace;
- * the caller's stream is ordered after it.  VG_ERR_STATE while a->stream
- * is capturing. */
+ * L2, at most 64 copies), over its launch count (CUDA events).  Writes a->y
+ * and the workspace; the caller's stream is ordered after it.  VG_ERR_STATE
+ * while a->stream is capturing.  It captures a graph on a private stream:
+ * a device-wide synchronize from another thread meanwhile fails (CUDA
+ * forbids it while any stream captures) and this timer falls back to one
+ * launch at a time after an L2 flush. */
 vg_status vg_cuda_time_plan(const vg_plan *p, const vg_gemm_args *a, int warmup, int reps,
                             double *median_us);
 

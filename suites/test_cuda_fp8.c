@@ -454,6 +454,48 @@ static void test_heuristic_applies(void **state)
         }
 }
 
+/* The heuristic's plan fits the shared memory of every arch it may run on
+ * (opt-in bytes per block: sm_70 96 KB, sm_86/89 99 KB, sm_80 163 KB,
+ * sm_90 227 KB; sm_75's 64 KB too, but for fp16 above 16 rows), or vg_cuda_gemm
+ * refuses it whenever the runtime does not measure (tuning off, frozen,
+ * capturing).  Needs no device: the plan table and the rule are host data.
+ * (A T4 runs no fp16 mid or prefill tile: known, kernels/cuda/NOTES.md.) */
+static void test_heuristic_fits_every_arch(void **state)
+{
+    (void)state;
+    if (vg_cuda_plan_count() == 0) {
+        print_message("skipped: built without CUDA\n");
+        skip();
+    }
+    static const int limits[] = {64 << 10, 96 << 10, 99 << 10, 163 << 10, 227 << 10};
+    static const vg_path paths[] = {VG_PATH_DENSE, VG_PATH_GROUPED, VG_PATH_LOOP, VG_PATH_MOE};
+    static const int32_t rows[] = {1, 6, 8, 9, 16, 17, 64, 65, 4096};
+    static const int32_t ns[] = {256, 1024, 3072, 4096, 14336};
+    int failures = 0;
+    for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++)
+        for (int f = 0; f < VG_FAMILY_COUNT; f++)
+            for (size_t p = 0; p < 4; p++)
+                for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+                    for (size_t n = 0; n < sizeof ns / sizeof ns[0]; n++) {
+                        if (paths[p] == VG_PATH_GROUPED && rows[r] > GROUPED_DECODE_MAX_TOKENS)
+                            continue;
+                        const vg_plan *h = vg_cuda_heuristic_for((vg_family)f, paths[p], rows[r],
+                                                                 ns[n], 4096, limits[l]);
+                        assert_non_null(h);
+                        assert_true(vg_plan_applies(h, (vg_family)f, paths[p], rows[r]));
+                        int smem = vg_cuda_plan_smem(h, (vg_family)f);
+                        if (limits[l] < (96 << 10) && rows[r] > 16 && f == VG_FAMILY_FP16)
+                            continue;
+                        if (smem < 0 || smem > limits[l]) {
+                            print_error("%s %s rows %d n %d, %d KB per block: %s takes %d bytes\n",
+                                        vg_family_name((vg_family)f), vg_path_name(paths[p]),
+                                        (int)rows[r], (int)ns[n], limits[l] >> 10, h->id, smem);
+                            failures++;
+                        }
+                    }
+    assert_int_equal(failures, 0);
+}
+
 /* The bench's stream ceiling (vg_cuda_stream_ceiling) reads what it says:
  * the read rate it implies lies between a fifth of the copy bandwidth and a
  * little above it (a pure read beats a copy's read + write by ~6 % on the
@@ -482,6 +524,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_heuristic_applies),
+        cmocka_unit_test(test_heuristic_fits_every_arch),
         cmocka_unit_test(test_e4m3_every_code),
         cmocka_unit_test(test_dense_every_plan),
         cmocka_unit_test(test_dense_fp16_output),

@@ -7,6 +7,7 @@
 
 #include <mutex>
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "kernels.h"
@@ -166,14 +167,21 @@ static size_t round_up_256(size_t n) { return (n + 255) & ~(size_t)255; }
  * together they hold three times the L2: a launch on copy i finds nothing of
  * copy i in L2 because the launches before it read the others, as a layer
  * of a serving step finds its weights (the layers between evicted them).
- * count 1 means the weights alone are that large: no copies, the caller's. */
+ * At most MAX_WEIGHT_COPIES: weights under 3 x L2 / 64 (2.8 MB on an H200)
+ * are partly timed from L2.  count 1 means the weights alone are that
+ * large: no copies, the caller's.  Each buffer keeps its address modulo 256
+ * in the copy, so the kernels take the same vector or byte load paths as on
+ * the caller's pointers. */
 struct weight_copies {
     void *pool;
     int count;
-    size_t q_bytes, scale_bytes, zero_bytes, stride;
+    size_t q_bytes, scale_bytes, zero_bytes;
+    size_t q_at, scale_at, zero_at, stride; /* offsets inside one copy */
 };
 
-enum { MAX_WEIGHT_COPIES = 16 };
+enum { MAX_WEIGHT_COPIES = 64 };
+
+static size_t misalign(const void *p) { return (size_t)((uintptr_t)p & 255); }
 
 static vg_status weight_copies_make(const vg_gemm_args *a, cudaStream_t s, weight_copies *wc)
 {
@@ -187,8 +195,12 @@ static vg_status weight_copies_make(const vg_gemm_args *a, cudaStream_t s, weigh
     wc->q_bytes = lay.q_bytes * groups;
     wc->scale_bytes = a->w.scale ? lay.scale_bytes * groups : 0;
     wc->zero_bytes = a->w.zero ? lay.zero_bytes * groups : 0;
-    wc->stride = round_up_256(wc->q_bytes) + round_up_256(wc->scale_bytes) +
-                 round_up_256(wc->zero_bytes);
+    const size_t q_room = round_up_256(misalign(a->w.q) + wc->q_bytes);
+    const size_t scale_room = round_up_256(misalign(a->w.scale) + wc->scale_bytes);
+    wc->q_at = misalign(a->w.q);
+    wc->scale_at = q_room + misalign(a->w.scale);
+    wc->zero_at = q_room + scale_room + misalign(a->w.zero);
+    wc->stride = q_room + scale_room + round_up_256(misalign(a->w.zero) + wc->zero_bytes);
     size_t want = 3 * (size_t)device_l2_bytes();
     size_t count = wc->stride ? (want + wc->stride - 1) / wc->stride : 1;
     if (count <= 1)
@@ -205,14 +217,19 @@ static vg_status weight_copies_make(const vg_gemm_args *a, cudaStream_t s, weigh
     wc->count = (int)count;
     char *base = static_cast<char *>(wc->pool);
     for (size_t i = 0; i < count && e == cudaSuccess; i++, base += wc->stride) {
-        char *sc = base + round_up_256(wc->q_bytes), *zr = sc + round_up_256(wc->scale_bytes);
-        e = cudaMemcpyAsync(base, a->w.q, wc->q_bytes, cudaMemcpyDeviceToDevice, s);
+        e = cudaMemcpyAsync(base + wc->q_at, a->w.q, wc->q_bytes, cudaMemcpyDeviceToDevice, s);
         if (e == cudaSuccess && wc->scale_bytes)
-            e = cudaMemcpyAsync(sc, a->w.scale, wc->scale_bytes, cudaMemcpyDeviceToDevice, s);
+            e = cudaMemcpyAsync(base + wc->scale_at, a->w.scale, wc->scale_bytes,
+                                cudaMemcpyDeviceToDevice, s);
         if (e == cudaSuccess && wc->zero_bytes)
-            e = cudaMemcpyAsync(zr, a->w.zero, wc->zero_bytes, cudaMemcpyDeviceToDevice, s);
+            e = cudaMemcpyAsync(base + wc->zero_at, a->w.zero, wc->zero_bytes,
+                                cudaMemcpyDeviceToDevice, s);
     }
-    return e == cudaSuccess ? VG_OK : cuda_fail(e, "cuda time plan: weight copies");
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* or the fallback's launches would report it */
+        return cuda_fail(e, "cuda time plan: weight copies");
+    }
+    return VG_OK;
 }
 
 /* The weights of launch i: copy i % count, or the caller's. */
@@ -221,10 +238,9 @@ static void weight_copies_point(const weight_copies *wc, int i, vg_gemm_args *b)
     if (!wc->pool)
         return;
     char *base = static_cast<char *>(wc->pool) + (size_t)(i % wc->count) * wc->stride;
-    char *sc = base + round_up_256(wc->q_bytes), *zr = sc + round_up_256(wc->scale_bytes);
-    b->w.q = base;
-    b->w.scale = wc->scale_bytes ? sc : b->w.scale;
-    b->w.zero = wc->zero_bytes ? zr : b->w.zero;
+    b->w.q = base + wc->q_at;
+    b->w.scale = wc->scale_bytes ? base + wc->scale_at : b->w.scale;
+    b->w.zero = wc->zero_bytes ? base + wc->zero_at : b->w.zero;
 }
 
 static float median_of(float *ms, int n)
@@ -283,9 +299,18 @@ static vg_status time_back_to_back(const vg_plan *p, const vg_gemm_args *a, int 
         }
         /* Ended on every way out, or the stream stays capturing. */
         cudaError_t end = cudaStreamEndCapture(s, &graph);
-        if (st != VG_OK)
+        if (st != VG_OK) {
+            (void)cudaGetLastError();
+            /* A launch refused inside a capture that broke (another thread
+             * synchronized the device): the fallback tells the real story. */
+            *set_up_failed = end != cudaSuccess;
             goto out;
-        if ((e = end) != cudaSuccess || (e = cudaGraphInstantiateWithFlags(&exec, graph, 0)) != cudaSuccess) {
+        }
+        /* Uploaded now, so that the first replay is not the one that pays
+         * for it (warmup may be 0). */
+        if ((e = end) != cudaSuccess ||
+            (e = cudaGraphInstantiateWithFlags(&exec, graph, 0)) != cudaSuccess ||
+            (e = cudaGraphUpload(exec, s)) != cudaSuccess) {
             *set_up_failed = 1;
             goto out;
         }

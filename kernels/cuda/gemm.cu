@@ -20,6 +20,8 @@
 
 #include <string.h>
 
+#include <initializer_list>
+
 #include "decode_kernel.cuh"
 #include "gemm_kernel.cuh"
 #include "kernels.h"
@@ -193,6 +195,11 @@ const CudaPlan g_plans[] = {
     PLAN("cuda.dense.mid.m64n64k128.s4.sk1", VG_PATH_DENSE, 64, 64, 128, 4, 1, 64, 2, 2, 1),
     PLAN("cuda.dense.mid.m64n64k128.s4.sk2", VG_PATH_DENSE, 64, 64, 128, 4, 2, 64, 2, 2, 1),
     PLAN("cuda.dense.prefill.m128n128k64.s3.sk1", VG_PATH_DENSE, 128, 128, 64, 3, 1, 0, 2, 4, 1),
+    /* Two stages: the fp16 and fp8 tiles above take 86-148 KB of shared
+     * memory, more than a V100's 96 KB (test_heuristic_fits_every_arch). */
+    PLAN("cuda.dense.mid.m64n64k128.s2.sk1", VG_PATH_DENSE, 64, 64, 128, 2, 1, 64, 2, 2, 1),
+    PLAN("cuda.dense.mid.m64n64k128.s2.sk2", VG_PATH_DENSE, 64, 64, 128, 2, 2, 64, 2, 2, 1),
+    PLAN("cuda.dense.prefill.m128n128k64.s2.sk1", VG_PATH_DENSE, 128, 128, 64, 2, 1, 0, 2, 4, 1),
     DECODE("cuda.grouped.decode.m8n32w4.u2.sk1", VG_PATH_GROUPED, 1, 2, 4, 2, 1),
     DECODE("cuda.grouped.decode.m8n32w4.u2.sk2", VG_PATH_GROUPED, 1, 2, 4, 2, 2),
     DECODE("cuda.grouped.decode.m8n16w4.u2.sk1", VG_PATH_GROUPED, 1, 1, 4, 2, 1),
@@ -210,6 +217,7 @@ const CudaPlan g_plans[] = {
     DECODE("cuda.grouped.decode.m8n16w16.u2.sk1", VG_PATH_GROUPED, 1, 1, 16, 2, 1),
     DECODE("cuda.grouped.decode.m16n16w8.u4.sk1", VG_PATH_GROUPED, 2, 1, 8, 4, 1),
     PLAN("cuda.grouped.mid.m64n64k128.s4.sk1", VG_PATH_GROUPED, 64, 64, 128, 4, 1, 0, 2, 2, 1),
+    PLAN("cuda.grouped.mid.m64n64k128.s2.sk1", VG_PATH_GROUPED, 64, 64, 128, 2, 1, 0, 2, 2, 1),
 };
 const size_t g_plan_count = sizeof g_plans / sizeof g_plans[0];
 
@@ -347,46 +355,90 @@ vg_status vg_cuda_decode_pdl(int *pdl)
 
 const vg_plan *vg_cuda_plan_at(size_t i) { return i < g_plan_count ? &g_plans[i].plan : NULL; }
 
+int vg_cuda_plan_smem(const vg_plan *p, vg_family f)
+{
+    const CudaPlan *cp = find_plan(p);
+    return cp && (unsigned)f < VG_FAMILY_COUNT ? cp->smem[f] : -1;
+}
+
+/* The first of `ids` (most preferred first) whose kernel for family f fits
+ * in smem_limit bytes of shared memory per block; else the last. */
+static const vg_plan *first_that_fits(vg_family f, int smem_limit,
+                                      std::initializer_list<const char *> ids)
+{
+    const vg_plan *p = NULL;
+    for (const char *id : ids) {
+        p = by_id(id);
+        if (p && vg_cuda_plan_smem(p, f) <= smem_limit)
+            return p;
+    }
+    return p;
+}
+
 /* The one fixed rule.  Decode sizes (<= 16 rows): the streaming decode
  * kernel with the plans the back-to-back tuner picked on an H200 (kernels/
- * cuda/NOTES.md): at N >= 3072 one block per 16 rows of N; at N = 768-3071
- * (the loop path's N=1024 groups) 16 or 8 warps per block that split K
- * inside the block, 2.2x faster there than split-K across blocks, whose
- * reduce kernel doubles the launches; below that, split-K 4.  <= 64 rows:
- * the mid tile; above: the prefill tile. */
-const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k)
+ * cuda/NOTES.md): with >= 192 tiles of 16 rows of N, one block per tile;
+ * with 48-191 tiles (the loop path's N=1024 groups) 16 or 8 warps per block
+ * that split K inside the block, 2.2x faster there than split-K across
+ * blocks, whose reduce kernel doubles the launches; below that, split-K 4.
+ * <= 64 rows: the mid tile; above: the prefill tile.  Where the preferred
+ * plan needs more shared memory than the device has (the 8- and 16-warp
+ * decode plans take 77-146 KB, the 3- and 4-stage mid and prefill tiles
+ * 80-148 KB; a V100 has 96 KB, a T4 64 KB), the next plan in its list
+ * that fits.  On a T4 the fp16 mid and prefill tiles fit in none. */
+const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, int32_t n,
+                                     int32_t k, int smem_limit)
 {
     (void)k;
     if ((unsigned)f >= VG_FAMILY_COUNT || (unsigned)path >= VG_PATH_COUNT)
         return NULL;
     const int big = rows > 8;
+    const int tiles = ceil_div(n, 16);
     if (path == VG_PATH_GROUPED || path == VG_PATH_MOE) {
         if (rows > 16)
-            return by_id("cuda.grouped.mid.m64n64k128.s4.sk1");
+            return first_that_fits(f, smem_limit, {"cuda.grouped.mid.m64n64k128.s4.sk1",
+                                                   "cuda.grouped.mid.m64n64k128.s2.sk1"});
         /* n is per group; the grid has groups x N tiles, unknown here, so
          * split only when one group's N tiles are few */
-        const char *ids[2][2] = {{"cuda.grouped.decode.m8n16w4.u2.sk1", "cuda.grouped.decode.m8n32w4.u2.sk2"},
-                                 {"cuda.grouped.decode.m16n16w4.u2.sk1", "cuda.grouped.decode.m16n32w4.u2.sk2"}};
-        /* fp16 moves twice fp8's bytes per step: four steps in flight, not
-         * two (wo_a, H200: 18.74 against 20.65 us at 1 token, 20.28
-         * against 22.38 at 8; the other families are fastest at U=2). */
-        if (f == VG_FAMILY_FP16 && !big && ceil_div(n, 16) >= 32)
+        if (tiles < 32)
+            return by_id(big ? "cuda.grouped.decode.m16n32w4.u2.sk2"
+                             : "cuda.grouped.decode.m8n32w4.u2.sk2");
+        /* fp16 moves twice fp8's bytes per step, and U=4 keeps two of its
+         * steps in flight, not one (wo_a, H200: 18.74 against 20.65 us at
+         * 1 token, 20.28 against 22.38 at 8; the other families are
+         * fastest at U=2). */
+        if (f == VG_FAMILY_FP16 && !big)
             return by_id("cuda.grouped.decode.m8n16w4.u4.sk1");
-        return by_id(ids[big][ceil_div(n, 16) < 32]);
+        return by_id(big ? "cuda.grouped.decode.m16n16w4.u2.sk1"
+                         : "cuda.grouped.decode.m8n16w4.u2.sk1");
     }
     if (rows <= 16) {
-        const int tiles = ceil_div(n, 16);
-        const char *ids[2][3] = {
-            {"cuda.dense.decode.m8n16w8.u2.sk1", "cuda.dense.decode.m8n16w16.u2.sk1",
-             "cuda.dense.decode.m8n32w4.u2.sk4"},
-            {"cuda.dense.decode.m16n16w8.u2.sk1", "cuda.dense.decode.m16n16w8.u4.sk1",
-             "cuda.dense.decode.m16n32w4.u2.sk4"}};
-        return by_id(ids[big][tiles >= 192 ? 0 : tiles >= 48 ? 1 : 2]);
+        if (tiles >= 192)
+            return big ? first_that_fits(f, smem_limit, {"cuda.dense.decode.m16n16w8.u2.sk1",
+                                                         "cuda.dense.decode.m16n16w4.u2.sk1"})
+                       : first_that_fits(f, smem_limit, {"cuda.dense.decode.m8n16w8.u2.sk1",
+                                                         "cuda.dense.decode.m8n16w4.u2.sk1"});
+        if (tiles >= 48)
+            return big ? first_that_fits(f, smem_limit, {"cuda.dense.decode.m16n16w8.u4.sk1",
+                                                         "cuda.dense.decode.m16n16w8.u2.sk1",
+                                                         "cuda.dense.decode.m16n32w4.u2.sk2"})
+                       : first_that_fits(f, smem_limit, {"cuda.dense.decode.m8n16w16.u2.sk1",
+                                                         "cuda.dense.decode.m8n32w4.u2.sk2"});
+        return by_id(big ? "cuda.dense.decode.m16n32w4.u2.sk4" : "cuda.dense.decode.m8n32w4.u2.sk4");
     }
     if (rows <= 64)
-        return by_id(ceil_div(n, 64) >= 64 ? "cuda.dense.mid.m64n64k128.s4.sk1"
-                                           : "cuda.dense.mid.m64n64k128.s4.sk2");
-    return by_id("cuda.dense.prefill.m128n128k64.s3.sk1");
+        return ceil_div(n, 64) >= 64
+                   ? first_that_fits(f, smem_limit, {"cuda.dense.mid.m64n64k128.s4.sk1",
+                                                     "cuda.dense.mid.m64n64k128.s2.sk1"})
+                   : first_that_fits(f, smem_limit, {"cuda.dense.mid.m64n64k128.s4.sk2",
+                                                     "cuda.dense.mid.m64n64k128.s2.sk2"});
+    return first_that_fits(f, smem_limit, {"cuda.dense.prefill.m128n128k64.s3.sk1",
+                                           "cuda.dense.prefill.m128n128k64.s2.sk1"});
+}
+
+const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k)
+{
+    return vg_cuda_heuristic_for(f, path, rows, n, k, device_smem_limit());
 }
 
 vg_status vg_cuda_workspace_bytes(const vg_plan *p, const vg_gemm_args *a, size_t *bytes)
