@@ -101,16 +101,21 @@ static vg_path rerouted(const vg_gemm_args *a, int32_t rows)
     return a->path;
 }
 
-/* The spec, written out: what a frozen device must answer for this call. */
-static void expected(const world *w, const vg_gemm_args *a, vg_decision *d, const vg_plan **p)
+typedef const vg_plan *(*heuristic_fn)(vg_family f, vg_path path, int32_t rows, int32_t n,
+                                       int32_t k);
+
+/* The spec, written out: what a frozen device that measured `shapes` must
+ * answer for this call, with its backend's heuristic. */
+static void expected_of(const measured_shape *shapes, int nshapes, heuristic_fn heuristic,
+                        const vg_gemm_args *a, vg_decision *d, const vg_plan **p)
 {
     int32_t rows = vg_gemm_max_group_rows(a);
     vg_path path = rerouted(a, rows);
     int within = path == VG_PATH_DENSE ? rows <= VG_TUNE_MAX_DENSE_M
                                        : rows <= VG_TUNE_MAX_GROUP_TOKENS;
     const measured_shape *best = NULL;
-    for (int i = 0; within && i < w->nshapes; i++) {
-        const measured_shape *m = &w->shapes[i];
+    for (int i = 0; within && i < nshapes; i++) {
+        const measured_shape *m = &shapes[i];
         if (m->family == a->w.family && m->path == path && m->n == a->w.n && m->rows >= rows &&
             (!best || m->rows < best->rows))
             best = m;
@@ -120,8 +125,13 @@ static void expected(const world *w, const vg_gemm_args *a, vg_decision *d, cons
         *p = best->plan;
     } else {
         *d = VG_DECISION_HEURISTIC;
-        *p = vg_cpu_heuristic(a->w.family, path, rows, a->w.n, a->w.k);
+        *p = heuristic(a->w.family, path, rows, a->w.n, a->w.k);
     }
+}
+
+static void expected(const world *w, const vg_gemm_args *a, vg_decision *d, const vg_plan **p)
+{
+    expected_of(w->shapes, w->nshapes, vg_cpu_heuristic, a, d, p);
 }
 
 /* Measures `count` random shapes before the freeze, remembering winners. */
@@ -335,18 +345,14 @@ static void frozen_on_cuda_every_family(void **state)
             for (int j = 0; j < 2; j++) {
                 vg_gemm_args a = layer_call(l[j], r);
                 vg_dispatch_info info = gemm_ok(dev, &a);
-                vg_path path = rerouted(&a, r);
-                const measured_shape *best = NULL;
-                for (int i = 0; i < nshapes; i++)
-                    if (shapes[i].family == (vg_family)f && shapes[i].path == path && shapes[i].rows >= r &&
-                        (!best || shapes[i].rows < best->rows))
-                        best = &shapes[i];
-                if (info.decision != (best ? VG_DECISION_REUSE : VG_DECISION_HEURISTIC) ||
-                    info.plan != (best ? best->plan
-                                       : vg_cuda_heuristic((vg_family)f, path, r, CN, CK))) {
-                    print_error("%s %s rows %d: %s %s, expected %s\n", vg_family_name((vg_family)f),
-                                vg_path_name(path), (int)r, vg_decision_name(info.decision),
-                                info.plan->id, best ? best->plan->id : "the heuristic");
+                vg_decision d;
+                const vg_plan *plan;
+                expected_of(shapes, nshapes, vg_cuda_heuristic, &a, &d, &plan);
+                if (info.decision != d || info.plan != plan) {
+                    print_error("%s %s rows %d: %s %s, expected %s %s\n",
+                                vg_family_name((vg_family)f), vg_path_name(info.path), (int)r,
+                                vg_decision_name(info.decision), info.plan->id,
+                                vg_decision_name(d), plan ? plan->id : "(none)");
                     fail();
                 }
             }

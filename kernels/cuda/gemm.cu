@@ -252,11 +252,18 @@ int k_per_split(const vg_plan *p, int k)
 /* The largest opt-in shared memory per block of the current device. */
 int device_smem_limit(void)
 {
+    /* Asked once per device: every launch and every heuristic decision (the
+     * dispatch path) reads it. */
+    static std::atomic<int> known[64];
     int dev = 0, v = 0;
     if (cudaGetDevice(&dev) != cudaSuccess)
         return 48 * 1024;
+    if (dev >= 0 && dev < 64 && (v = known[dev].load(std::memory_order_relaxed)) > 0)
+        return v;
     if (cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
         return 48 * 1024;
+    if (dev >= 0 && dev < 64)
+        known[dev].store(v, std::memory_order_relaxed);
     return v;
 }
 
