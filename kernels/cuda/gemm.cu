@@ -200,6 +200,9 @@ const CudaPlan g_plans[] = {
     PLAN("cuda.dense.mid.m64n64k128.s2.sk1", VG_PATH_DENSE, 64, 64, 128, 2, 1, 64, 2, 2, 1),
     PLAN("cuda.dense.mid.m64n64k128.s2.sk2", VG_PATH_DENSE, 64, 64, 128, 2, 2, 64, 2, 2, 1),
     PLAN("cuda.dense.prefill.m128n128k64.s2.sk1", VG_PATH_DENSE, 128, 128, 64, 2, 1, 0, 2, 4, 1),
+    /* A T4 (sm_75) allows 64 KB: the fp16 two-stage tiles above take 74
+     * and 84 KB, these 63 (three stages of a 64-long K step). */
+    PLAN("cuda.dense.prefill.m64n64k64.s3.sk1", VG_PATH_DENSE, 64, 64, 64, 3, 1, 0, 2, 2, 1),
     DECODE("cuda.grouped.decode.m8n32w4.u2.sk1", VG_PATH_GROUPED, 1, 2, 4, 2, 1),
     DECODE("cuda.grouped.decode.m8n32w4.u2.sk2", VG_PATH_GROUPED, 1, 2, 4, 2, 2),
     DECODE("cuda.grouped.decode.m8n16w4.u2.sk1", VG_PATH_GROUPED, 1, 1, 4, 2, 1),
@@ -218,6 +221,7 @@ const CudaPlan g_plans[] = {
     DECODE("cuda.grouped.decode.m16n16w8.u4.sk1", VG_PATH_GROUPED, 2, 1, 8, 4, 1),
     PLAN("cuda.grouped.mid.m64n64k128.s4.sk1", VG_PATH_GROUPED, 64, 64, 128, 4, 1, 0, 2, 2, 1),
     PLAN("cuda.grouped.mid.m64n64k128.s2.sk1", VG_PATH_GROUPED, 64, 64, 128, 2, 1, 0, 2, 2, 1),
+    PLAN("cuda.grouped.mid.m64n64k64.s3.sk1", VG_PATH_GROUPED, 64, 64, 64, 3, 1, 0, 2, 2, 1),
 };
 const size_t g_plan_count = sizeof g_plans / sizeof g_plans[0];
 
@@ -392,7 +396,7 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
  * plan needs more shared memory than the device has (the 8- and 16-warp
  * decode plans take 77-146 KB, the 3- and 4-stage mid and prefill tiles
  * 80-148 KB; a V100 has 96 KB, a T4 64 KB), the next plan in its list
- * that fits.  On a T4 the fp16 mid and prefill tiles fit in none. */
+ * that fits; the last of each list fits in 64 KB for every family. */
 const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, int32_t n,
                                      int32_t k, int smem_limit)
 {
@@ -404,7 +408,8 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
     if (path == VG_PATH_GROUPED || path == VG_PATH_MOE) {
         if (rows > 16)
             return first_that_fits(f, smem_limit, {"cuda.grouped.mid.m64n64k128.s4.sk1",
-                                                   "cuda.grouped.mid.m64n64k128.s2.sk1"});
+                                                   "cuda.grouped.mid.m64n64k128.s2.sk1",
+                                                   "cuda.grouped.mid.m64n64k64.s3.sk1"});
         /* n is per group; the grid has groups x N tiles, unknown here, so
          * split only when one group's N tiles are few */
         if (tiles < 32)
@@ -436,11 +441,14 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
     if (rows <= 64)
         return ceil_div(n, 64) >= 64
                    ? first_that_fits(f, smem_limit, {"cuda.dense.mid.m64n64k128.s4.sk1",
-                                                     "cuda.dense.mid.m64n64k128.s2.sk1"})
+                                                     "cuda.dense.mid.m64n64k128.s2.sk1",
+                                                     "cuda.dense.prefill.m64n64k64.s3.sk1"})
                    : first_that_fits(f, smem_limit, {"cuda.dense.mid.m64n64k128.s4.sk2",
-                                                     "cuda.dense.mid.m64n64k128.s2.sk2"});
+                                                     "cuda.dense.mid.m64n64k128.s2.sk2",
+                                                     "cuda.dense.prefill.m64n64k64.s3.sk1"});
     return first_that_fits(f, smem_limit, {"cuda.dense.prefill.m128n128k64.s3.sk1",
-                                           "cuda.dense.prefill.m128n128k64.s2.sk1"});
+                                           "cuda.dense.prefill.m128n128k64.s2.sk1",
+                                           "cuda.dense.prefill.m64n64k64.s3.sk1"});
 }
 
 const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k)
