@@ -8,6 +8,16 @@
 
 #include "voltgate/types.h"
 
+/* How a candidate was timed, for the trace's candidate lines.  clock:
+ * "graph" (cuda: a CUDA graph of back-to-back launches over `copies`
+ * weight copies), "flush" (cuda's fallback: one launch at a time after an
+ * L2 flush), "host" (cpu: the host clock, one launch at a time), "scripted"
+ * (a test's timer, vg_device_set_timer).  copies: 0 unless "graph". */
+typedef struct vg_timer_info {
+    const char *clock;
+    int copies;
+} vg_timer_info;
+
 typedef struct vg_backend_ops {
     const char *name;                    /* "cpu" or "cuda" */
     /* Opens device `ordinal`; *ctx is passed back to every call below. */
@@ -21,9 +31,9 @@ typedef struct vg_backend_ops {
     vg_status (*launch)(void *ctx, const vg_plan *p, const vg_gemm_args *a);
 
     /* Median microseconds of `reps` launches after `warmup` launches, timed
-     * with the backend's clock (CUDA events on cuda). */
+     * with the backend's clock (CUDA events on cuda); *how says which. */
     vg_status (*time_plan)(void *ctx, const vg_plan *p, const vg_gemm_args *a,
-                           int warmup, int reps, double *median_us);
+                           int warmup, int reps, double *median_us, vg_timer_info *how);
     /* Non-zero while `stream` is capturing a CUDA graph. */
     int (*stream_capturing)(void *ctx, void *stream);
 

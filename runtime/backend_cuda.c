@@ -49,10 +49,13 @@ static vg_status cuda_launch(void *ctx, const vg_plan *p, const vg_gemm_args *a)
 }
 
 static vg_status cuda_time_plan(void *ctx, const vg_plan *p, const vg_gemm_args *a, int warmup,
-                                int reps, double *median_us)
+                                int reps, double *median_us, vg_timer_info *how)
 {
     vg_status st = current(ctx);
-    return st != VG_OK ? st : vg_cuda_time_plan(p, a, warmup, reps, median_us);
+    if (st == VG_OK)
+        st = vg_cuda_time_plan(p, a, warmup, reps, median_us, &how->copies);
+    how->clock = how->copies > 0 ? "graph" : "flush";
+    return st;
 }
 
 static int cuda_capturing(void *ctx, void *stream)

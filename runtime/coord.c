@@ -281,7 +281,7 @@ static vg_status measure_together(vg_device *dev, coord_entry *e, const char *op
         double us = 0.0;
         /* A candidate that cannot run on some rank is no candidate for
          * anyone: +inf stays +inf through the maximum. */
-        if (vg_device_time_plan(dev, plans[i], args, &us) != VG_OK || !(us >= 0.0) ||
+        if (vg_device_time_plan(dev, op, c, plans[i], args, &us) != VG_OK || !(us >= 0.0) ||
             isinf(us))
             us = INFINITY;
         times[i] = us;

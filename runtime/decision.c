@@ -132,8 +132,8 @@ vg_status vg_dispatch_decide_in(vg_device *dev, vg_tuning *t, const vg_policy *p
 
 /* Step 8.  `args` has the rerouted path.  On return c->decision is MEASURE
  * with the winner, or the frozen fallback when a freeze won the race. */
-static vg_status measure(vg_device *dev, const vg_policy *pol, const vg_gemm_args *args,
-                         vg_choice *c, double *winner_us)
+static vg_status measure(vg_device *dev, const char *op, const vg_policy *pol,
+                         const vg_gemm_args *args, vg_choice *c, double *winner_us)
 {
     /* per_family.fp8.tiles_within_scale_block: only plans whose tiles stay
      * inside one 128x128 scale block along N and K. */
@@ -154,7 +154,7 @@ static vg_status measure(vg_device *dev, const vg_policy *pol, const vg_gemm_arg
             continue;
         double us = 0.0;
         /* A candidate that cannot run this shape is not a candidate. */
-        if (vg_device_time_plan(dev, p, args, &us) != VG_OK || !(us >= 0.0))
+        if (vg_device_time_plan(dev, op, c, p, args, &us) != VG_OK || !(us >= 0.0))
             continue;
         if (!best || us < best_us) {
             best = p;
@@ -222,7 +222,7 @@ static vg_status gemm_in(vg_device *dev, vg_tuning *t, const vg_policy *pol, con
     if (pol->coordinated_tuning &&
         (st = vg_coord_decide(dev, op, pol, &a, &c, &us, &agreed)) != VG_OK)
         return st;
-    if (!agreed && c.decision == VG_DECISION_MEASURE && (st = measure(dev, pol, &a, &c, &us)) != VG_OK)
+    if (!agreed && c.decision == VG_DECISION_MEASURE && (st = measure(dev, op, pol, &a, &c, &us)) != VG_OK)
         return st;
 
     if (vg_trace_on(&dev->trace)) {

@@ -221,30 +221,36 @@ vg_status vg_device_launch(vg_device *dev, const vg_plan *p, const vg_gemm_args 
     return st;
 }
 
-/* Times one candidate for a measurement (see decision.c): the scripted
- * timer when a test set one, else the backend's, with the device workspace
- * when the caller passed none. */
-vg_status vg_device_time_plan(vg_device *dev, const vg_plan *p, const vg_gemm_args *args,
-                              double *us)
+/* Times one candidate for a measurement (decision.c, coord.c): the
+ * scripted timer when a test set one, else the backend's, with the device
+ * workspace when the caller passed none.  Every candidate, refused ones
+ * too, gets its trace line: the trace shows why the winner won. */
+vg_status vg_device_time_plan(vg_device *dev, const char *op, const vg_choice *c,
+                              const vg_plan *p, const vg_gemm_args *args, double *us)
 {
+    vg_timer_info how = {"scripted", 0};
+    vg_status st = VG_OK;
     if (dev->timer) {
         *us = dev->timer(p, args, dev->timer_user);
-        return VG_OK;
+    } else if (args->workspace) {
+        st = dev->ops->time_plan(dev->ctx, p, args, dev->measure_warmup, dev->measure_reps, us,
+                                 &how);
+    } else {
+        size_t need = 0;
+        st = dev->ops->workspace_bytes(p, args, &need);
+        vg_gemm_args a = *args;
+        if (st == VG_OK) {
+            pthread_mutex_lock(&dev->ws_lock);
+            st = ensure_workspace(dev, need, args->stream);
+            if (st == VG_OK) {
+                a.workspace = dev->ws;
+                a.workspace_bytes = dev->ws_bytes;
+                st = dev->ops->time_plan(dev->ctx, p, &a, dev->measure_warmup,
+                                         dev->measure_reps, us, &how);
+            }
+            pthread_mutex_unlock(&dev->ws_lock);
+        }
     }
-    if (args->workspace)
-        return dev->ops->time_plan(dev->ctx, p, args, dev->measure_warmup, dev->measure_reps, us);
-    size_t need = 0;
-    vg_status st = dev->ops->workspace_bytes(p, args, &need);
-    if (st != VG_OK)
-        return st;
-    vg_gemm_args a = *args;
-    pthread_mutex_lock(&dev->ws_lock);
-    st = ensure_workspace(dev, need, args->stream);
-    if (st == VG_OK) {
-        a.workspace = dev->ws;
-        a.workspace_bytes = dev->ws_bytes;
-        st = dev->ops->time_plan(dev->ctx, p, &a, dev->measure_warmup, dev->measure_reps, us);
-    }
-    pthread_mutex_unlock(&dev->ws_lock);
+    vg_trace_candidate(dev, op, args, c, p, st, *us, &how);
     return st;
 }

@@ -223,10 +223,6 @@ int vg_device_capturing(vg_device *dev, void *stream);
  * workspace when args->workspace is NULL and growing it outside capture. */
 vg_status vg_device_launch(vg_device *dev, const vg_plan *p, const vg_gemm_args *args);
 
-/* Times one measurement candidate (scripted timer or the backend's). */
-vg_status vg_device_time_plan(vg_device *dev, const vg_plan *p, const vg_gemm_args *args,
-                              double *us);
-
 /* Test hook for the capture refusal on the cpu backend. */
 vg_status vg_device_test_set_capturing(vg_device *dev, int capturing);
 /* Measurement repetitions (defaults per backend). */
@@ -245,6 +241,11 @@ typedef struct vg_choice {
     vg_cache_key key;
     vg_tuning *tuning;        /* whose measured set: the device's or an engine's */
 } vg_choice;
+
+/* Times one measurement candidate (scripted timer or the backend's) and
+ * writes its vg-trace-candidate line (op and c name the decision). */
+vg_status vg_device_time_plan(vg_device *dev, const char *op, const vg_choice *c,
+                              const vg_plan *p, const vg_gemm_args *args, double *us);
 
 /* The decision alone: reroute, limits, cache lookup, freeze and capture
  * checks.  No measurement, no launch, no trace: vg_gemm() calls it first,
@@ -285,6 +286,11 @@ const vg_plan *vg_device_find_plan(vg_device *dev, const char *id);
 /* The trace line of one decision. */
 void vg_trace_decision(vg_device *dev, const char *op, const vg_gemm_args *args,
                        const vg_choice *c, uint64_t policy_hash);
+/* The trace line of one candidate timed for a measurement: its plan and
+ * median (or the status that refused it) and how it was timed. */
+void vg_trace_candidate(vg_device *dev, const char *op, const vg_gemm_args *args,
+                        const vg_choice *c, const vg_plan *p, vg_status st, double us,
+                        const vg_timer_info *how);
 
 /* ---- registry (registry.c) --------------------------------------------------- */
 /* The registered operator named `name`, or NULL. */

@@ -13,6 +13,16 @@
  *     (today: the stream was capturing a CUDA graph);
  *   vg-trace-lut action=import file=<path> applied=<n> skipped_arch=<n>
  *                skipped_policy=<n> skipped_plan=<n>
+ *   vg-trace-candidate op=... family=... path=... m=... n=... k=... groups=... policy=...
+ *                plan=<id> us=<median> timer=<graph|flush|host|scripted> copies=<n>
+ *     one per plan timed by a measurement (or by a coordinated one), before
+ *     its decision line: the winner is the smallest us (for a coordinated
+ *     one, of the ranks' maxima).  A plan that could not be timed reads
+ *     us=none status=<vg_status> why=<vg_last_error(), to the end of the line>.
+ *     timer: graph = a CUDA graph of back-to-back launches over `copies`
+ *     weight copies (the tuner's timer), flush = one launch at a time after
+ *     an L2 flush (its fallback), host = the CPU backend's clock, scripted =
+ *     a test's timer.
  *
  * Each line is formatted into a buffer and written with one write() on an
  * O_APPEND descriptor, so lines of concurrent threads (and processes) do not
@@ -106,4 +116,24 @@ void vg_trace_decision(vg_device *dev, const char *op, const vg_gemm_args *args,
                   c->plan ? c->plan->id : "none",
                   (unsigned long long)atomic_load(&c->tuning->measured_total),
                   atomic_load(&c->tuning->frozen) ? 1 : 0);
+}
+
+void vg_trace_candidate(vg_device *dev, const char *op, const vg_gemm_args *args,
+                        const vg_choice *c, const vg_plan *p, vg_status st, double us,
+                        const vg_timer_info *how)
+{
+    if (!vg_trace_on(&dev->trace))
+        return;
+    char result[400];
+    if (st == VG_OK)
+        snprintf(result, sizeof result, "us=%.3f timer=%s copies=%d", us, how->clock,
+                 how->copies);
+    else
+        snprintf(result, sizeof result, "us=none status=%d why=%s", (int)st, vg_last_error());
+    vg_trace_line(&dev->trace,
+                  "vg-trace-candidate op=%s family=%s path=%s m=%d n=%d k=%d groups=%d "
+                  "policy=%016llx plan=%s %s",
+                  op, vg_family_name(args->w.family), vg_path_name(c->path), (int)args->m,
+                  (int)args->w.n, (int)args->w.k, (int)args->w.groups,
+                  (unsigned long long)c->key.policy, p ? p->id : "none", result);
 }

@@ -386,7 +386,7 @@ static void test_graph_capture_grouped(void **state)
         assert_int_equal(vg_cuda_stream_capturing(stream, &capturing), VG_OK);
         assert_int_equal(capturing, 1);
         double us = 0;
-        assert_int_equal(vg_cuda_time_plan(p, &c.args, 1, 3, &us), VG_ERR_STATE);
+        assert_int_equal(vg_cuda_time_plan(p, &c.args, 1, 3, &us, NULL), VG_ERR_STATE);
         assert_int_equal(vg_cuda_gemm(p, &c.args), VG_OK);
         void *exec = NULL;
         assert_int_equal(vg_cuda_graph_end(stream, &exec), VG_OK);

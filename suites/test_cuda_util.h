@@ -247,9 +247,11 @@ static inline double tc_run_plan(tc_case *c, const vg_plan *p, double tol)
     return rel;
 }
 
-/* The plan timer on the case (poisoned Y): it must time, and its launches,
- * which read rotating copies of the weights, must leave the right Y, so a
- * copy with its codes, scales or zeros misplaced fails here. */
+/* The plan timer on the case (poisoned Y): it must time back to back over
+ * weight copies (not its one-launch fallback, which only a device short of
+ * memory or a broken capture should see), and its launches, which read
+ * rotating copies of the weights, must leave the right Y, so a copy with
+ * its codes, scales or zeros misplaced fails here. */
 static inline void tc_time_plan(tc_case *c, const vg_plan *p, double tol)
 {
     assert_non_null(p);
@@ -259,15 +261,18 @@ static inline void tc_time_plan(tc_case *c, const vg_plan *p, double tol)
              (int)c->groups, p->id);
     tc_poison(c);
     double us = -1;
-    vg_status st = vg_cuda_time_plan(p, &c->args, 1, 3, &us);
+    int copies = -1;
+    vg_status st = vg_cuda_time_plan(p, &c->args, 1, 3, &us, &copies);
     if (st != VG_OK) {
         print_error("%s: %s (%s)\n", what, vg_status_str(st), vg_last_error());
         fail();
     }
-    if (!(us > 0 && isfinite(us))) {
-        print_error("%s: %g us\n", what, us);
+    if (!(us > 0 && isfinite(us)) || copies < 1) {
+        print_error("%s: %g us over %d weight copies (0: the fallback timed it)\n", what, us,
+                    copies);
         fail();
     }
+    print_message("%s: %.2f us, back to back over %d weight copies\n", what, us, copies);
     assert_int_equal(vg_cuda_synchronize(c->args.stream), VG_OK);
     float *y = tc_download(c);
     tc_check(c, y, tol, what);

@@ -1,7 +1,7 @@
 /*
  * The dispatch decision on the cpu backend: measure / reuse / heuristic,
  * the scripted timer choosing winners, the tuning limits, tuning off, the
- * capture refusal, the grouped -> loop switch, plans by id, workspace.
+ * capture refusal, the candidates on the trace, the grouped -> loop switch, plans by id, workspace.
  */
 #include <math.h>
 
@@ -173,6 +173,94 @@ static void capture_refuses_measure(void **state)
     free(text);
     layer_close(&l);
     vg_device_close(dev);
+    vgtest_rmtree(dir);
+    free(dir);
+}
+
+/* The value of plan `id` on the trace's candidate line for it, after
+ * "plan=<id> us=": its median, or -1 when no such line. */
+static double candidate_us(const char *text, const char *id, char *timer, size_t timer_size)
+{
+    char key[200];
+    snprintf(key, sizeof key, " plan=%s us=", id);
+    const char *hit = strstr(text, key);
+    if (!hit)
+        return -1.0;
+    double us = -1.0;
+    char fmt[40];
+    snprintf(fmt, sizeof fmt, "%%lf timer=%%%zus", timer_size - 1);
+    if (sscanf(hit + strlen(key), fmt, &us, timer) != 2)
+        return -1.0;
+    return us;
+}
+
+/* A measurement writes one vg-trace-candidate line per plan it timed,
+ * before its decision line, with the time the timer gave and which timer:
+ * the scripted one's exact values, then the host clock's, whose smallest is
+ * the plan the decision line names. */
+static void trace_names_every_candidate(void **state)
+{
+    (void)state;
+    char *dir = vgtest_mkdtemp();
+    char trace[600];
+    const vg_plan *cand[64];
+    size_t ncand = cpu_candidates(VG_FAMILY_FP8, VG_PATH_DENSE, 3, cand, 64);
+    assert_true(ncand >= 2);
+    for (int scripted = 1; scripted >= 0; scripted--) {
+        snprintf(trace, sizeof trace, "%s/trace%d", dir, scripted);
+        script s = {.stride = 1, .offset = 1};
+        vg_device *dev = open_cpu(scripted ? &s : NULL);
+        assert_int_equal(vg_trace_set(dev, trace), VG_OK);
+        test_layer l;
+        layer_open(&l, dev, VG_FAMILY_FP8, VG_PATH_DENSE, N, K, 1, 8);
+        vg_gemm_args a = layer_call(&l, 3);
+        vg_dispatch_info info = gemm_ok(dev, &a);
+        assert_int_equal(info.decision, VG_DECISION_MEASURE);
+        assert_int_equal(vg_device_synchronize(dev, NULL), VG_OK);
+
+        char *text = slurp(trace);
+        assert_non_null(text);
+        const char *decision = strstr(text, "vg-trace op=gemm");
+        assert_non_null(decision);
+        size_t lines = 0;
+        for (const char *q = text; (q = strstr(q, "vg-trace-candidate ")) != NULL; q++) {
+            assert_true(q < decision);
+            static const char head[] = "vg-trace-candidate op=gemm family=fp8 path=dense m=3 "
+                                       "n=64 k=128 groups=1 policy=";
+            assert_int_equal(strncmp(q, head, sizeof head - 1), 0);
+            lines++;
+        }
+        assert_int_equal(lines, ncand);
+        double fastest_us = INFINITY, winner_us = -1.0;
+        for (size_t i = 0; i < ncand; i++) {
+            char timer[16] = "";
+            double us = candidate_us(text, cand[i]->id, timer, sizeof timer);
+            if (scripted) {
+                /* script_timer: 1.0 for its winner, 5 + table index else */
+                double want = cand[i] == script_winner(&s, VG_FAMILY_FP8, VG_PATH_DENSE, 3) ? 1.0 : -1.0;
+                for (size_t t = 0; want < 0 && t < vg_cpu_plan_count(); t++)
+                    if (vg_cpu_plan_at(t) == cand[i])
+                        want = 5.0 + (double)t;
+                vgtest_assert_near(us, want, 1e-9);
+                assert_string_equal(timer, "scripted");
+            } else {
+                assert_true(us > 0.0 && isfinite(us));
+                assert_string_equal(timer, "host");
+            }
+            fastest_us = fmin(fastest_us, us);
+            if (cand[i] == info.plan)
+                winner_us = us;
+        }
+        /* The winner is a smallest time on the trace (the trace rounds to
+         * the nanosecond, so a tie there may hide a finer difference). */
+        vgtest_assert_near(winner_us, fastest_us, 0.0);
+        char named[200];
+        snprintf(named, sizeof named, "decision=measure plan=%s ", info.plan->id);
+        assert_non_null(strstr(decision, named));
+        free(text);
+        layer_close(&l);
+        vg_device_close(dev);
+    }
     vgtest_rmtree(dir);
     free(dir);
 }
@@ -379,6 +467,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(beyond_limits_is_heuristic),
         cmocka_unit_test(tuning_off_is_heuristic),
         cmocka_unit_test(capture_refuses_measure),
+        cmocka_unit_test(trace_names_every_candidate),
         cmocka_unit_test(grouped_switch),
         cmocka_unit_test(grouped_result_matches_reference),
         cmocka_unit_test(unknown_operator_and_bad_args),

@@ -258,7 +258,7 @@ static float median_of(float *ms, int n)
  * picked plans 10-50 % slower back to back than the heuristic's in 8 of 54
  * rows (kernels/cuda/NOTES.md, session 7). */
 static vg_status time_back_to_back(const vg_plan *p, const vg_gemm_args *a, int warmup, int reps,
-                                   double *median_us, int *set_up_failed)
+                                   double *median_us, int *copies, int *set_up_failed)
 {
     *set_up_failed = 0;
     cudaStream_t caller = static_cast<cudaStream_t>(a->stream), s = NULL;
@@ -339,8 +339,10 @@ static vg_status time_back_to_back(const vg_plan *p, const vg_gemm_args *a, int 
             e = cudaEventSynchronize(ev[2 * reps - 1]);
         for (int i = 0; i < reps && e == cudaSuccess; i++)
             e = cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]);
-        if (e == cudaSuccess)
+        if (e == cudaSuccess) {
             *median_us = 1e3 * (double)median_of(ms, reps) / launches;
+            *copies = wc.count;
+        }
     }
 out:
     /* The caller's later work (the chosen plan's launch into the same y and
@@ -428,10 +430,13 @@ static vg_status time_single_launches(const vg_plan *p, const vg_gemm_args *a, i
  * Refused while the caller's stream is capturing (events could not be read
  * and the launches would land in the graph). */
 vg_status vg_cuda_time_plan(const vg_plan *p, const vg_gemm_args *a, int warmup, int reps,
-                            double *median_us)
+                            double *median_us, int *copies)
 {
     if (!p || !a || !median_us || reps < 1 || warmup < 0)
         return vg_fail(VG_ERR_INVALID_ARG, "cuda time plan: bad arguments");
+    int rotated = 0;
+    if (copies)
+        *copies = 0;
     int capturing = 0;
     vg_status st = vg_cuda_stream_capturing(a->stream, &capturing);
     if (st != VG_OK)
@@ -439,9 +444,12 @@ vg_status vg_cuda_time_plan(const vg_plan *p, const vg_gemm_args *a, int warmup,
     if (capturing)
         return vg_fail(VG_ERR_STATE, "cuda time plan: the stream is capturing a graph");
     int set_up_failed = 0;
-    st = time_back_to_back(p, a, warmup, reps, median_us, &set_up_failed);
-    if (!set_up_failed)
+    st = time_back_to_back(p, a, warmup, reps, median_us, &rotated, &set_up_failed);
+    if (!set_up_failed) {
+        if (st == VG_OK && copies)
+            *copies = rotated;
         return st;
+    }
     return time_single_launches(p, a, warmup, reps, median_us);
 }
 
