@@ -70,8 +70,9 @@ vg_status vg_cuda_decode_pdl(int *pdl);
  * a device-wide synchronize from another thread meanwhile fails (CUDA
  * forbids it while any stream captures) and this timer falls back to one
  * launch at a time after an L2 flush.  *copies (copies may be NULL): the
- * weight copies the graph rotated over, 0 when it fell back, so that a
- * trace, and a test, can tell which timer ranked the plans. */
+ * weight buffers the graph rotated over (1: the caller's own, already 3x
+ * the L2), 0 when it fell back, so that a trace, and a test, can tell
+ * which timer ranked the plans. */
 vg_status vg_cuda_time_plan(const vg_plan *p, const vg_gemm_args *a, int warmup, int reps,
                             double *median_us, int *copies);
 

@@ -51,6 +51,7 @@ static vg_status cuda_launch(void *ctx, const vg_plan *p, const vg_gemm_args *a)
 static vg_status cuda_time_plan(void *ctx, const vg_plan *p, const vg_gemm_args *a, int warmup,
                                 int reps, double *median_us, vg_timer_info *how)
 {
+    how->copies = 0;
     vg_status st = current(ctx);
     if (st == VG_OK)
         st = vg_cuda_time_plan(p, a, warmup, reps, median_us, &how->copies);

@@ -6,8 +6,9 @@
  *            policy=<16 hex> decision=<measure|reuse|heuristic> plan=<id>
  *            measured=<shapes measured on this device so far> frozen=<0|1>
  *
- * (on one line).  Two other kinds of line share the stream, with their own
- * prefixes so that a parser of decision lines skips them:
+ * (on one line).  Other kinds of line share the stream, with their own
+ * prefixes so that a parser of decision lines skips them (vg-trace-coord,
+ * coordinated tuning's rounds, is written by coord.c):
  *   vg-trace-note why=<reason> op=... family=... path=... m=... n=... k=... groups=... policy=...
  *     a measurement refused for a reason the decision line cannot show
  *     (today: the stream was capturing a CUDA graph);
@@ -16,11 +17,13 @@
  *   vg-trace-candidate op=... family=... path=... m=... n=... k=... groups=... policy=...
  *                plan=<id> us=<median> timer=<graph|flush|host|scripted> copies=<n>
  *     one per plan timed by a measurement (or by a coordinated one), before
- *     its decision line: the winner is the smallest us (for a coordinated
- *     one, of the ranks' maxima).  A plan that could not be timed reads
- *     us=none status=<vg_status> why=<vg_last_error(), to the end of the line>.
- *     timer: graph = a CUDA graph of back-to-back launches over `copies`
- *     weight copies (the tuner's timer), flush = one launch at a time after
+ *     its decision line (none follows if the call then fails): the winner
+ *     is the smallest us (for a coordinated one, of the ranks' maxima).  A
+ *     plan the measurement does not rank reads us=none status=<vg_status>
+ *     why=<vg_last_error(), to the end of the line> (status=0: the timer
+ *     gave no usable time, e.g. NaN).  timer: graph = a CUDA graph of
+ *     back-to-back launches rotating `copies` weight buffers (1: the
+ *     caller's own, already 3x the L2), flush = one launch at a time after
  *     an L2 flush (its fallback), host = the CPU backend's clock, scripted =
  *     a test's timer.
  *
@@ -30,6 +33,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,16 +128,28 @@ void vg_trace_candidate(vg_device *dev, const char *op, const vg_gemm_args *args
 {
     if (!vg_trace_on(&dev->trace))
         return;
-    char result[400];
-    if (st == VG_OK)
-        snprintf(result, sizeof result, "us=%.3f timer=%s copies=%d", us, how->clock,
-                 how->copies);
-    else
-        snprintf(result, sizeof result, "us=none status=%d why=%s", (int)st, vg_last_error());
+    /* What the measurement ranks: decision.c and coord.c skip a time that
+     * is negative, NaN or infinite, so the trace says none for it too. */
+    char why[64];
+    const char *because = vg_last_error();
+    if (st == VG_OK) {
+        if (us >= 0.0 && isfinite(us)) {
+            vg_trace_line(&dev->trace,
+                          "vg-trace-candidate op=%s family=%s path=%s m=%d n=%d k=%d groups=%d "
+                          "policy=%016llx plan=%s us=%.3f timer=%s copies=%d",
+                          op, vg_family_name(args->w.family), vg_path_name(c->path),
+                          (int)args->m, (int)args->w.n, (int)args->w.k, (int)args->w.groups,
+                          (unsigned long long)c->key.policy, p ? p->id : "none", us,
+                          how->clock, how->copies);
+            return;
+        }
+        snprintf(why, sizeof why, "the %s timer gave %g", how->clock, us);
+        because = why;
+    }
     vg_trace_line(&dev->trace,
                   "vg-trace-candidate op=%s family=%s path=%s m=%d n=%d k=%d groups=%d "
-                  "policy=%016llx plan=%s %s",
+                  "policy=%016llx plan=%s us=none status=%d why=%s",
                   op, vg_family_name(args->w.family), vg_path_name(c->path), (int)args->m,
                   (int)args->w.n, (int)args->w.k, (int)args->w.groups,
-                  (unsigned long long)c->key.policy, p ? p->id : "none", result);
+                  (unsigned long long)c->key.policy, p ? p->id : "none", (int)st, because);
 }

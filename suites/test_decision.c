@@ -265,6 +265,52 @@ static void trace_names_every_candidate(void **state)
     free(dir);
 }
 
+/* A timer that gives the first candidate NaN, the second -1 and the rest
+ * 2 us (user: the candidates). */
+static double unusable_first_two(const vg_plan *plan, const vg_gemm_args *args, void *user)
+{
+    (void)args;
+    const vg_plan *const *cand = user;
+    return plan == cand[0] ? NAN : plan == cand[1] ? -1.0 : 2.0;
+}
+
+/* A time the measurement cannot rank (NaN, negative) reads us=none on the
+ * trace, and the winner is the first of the others. */
+static void trace_marks_unranked_candidates(void **state)
+{
+    (void)state;
+    char *dir = vgtest_mkdtemp();
+    char trace[600];
+    snprintf(trace, sizeof trace, "%s/trace", dir);
+    const vg_plan *cand[64];
+    size_t ncand = cpu_candidates(VG_FAMILY_FP8, VG_PATH_DENSE, 3, cand, 64);
+    assert_true(ncand >= 3);
+    vg_device *dev = open_cpu(NULL);
+    assert_int_equal(vg_device_set_timer(dev, unusable_first_two, cand), VG_OK);
+    assert_int_equal(vg_trace_set(dev, trace), VG_OK);
+    test_layer l;
+    layer_open(&l, dev, VG_FAMILY_FP8, VG_PATH_DENSE, N, K, 1, 8);
+    vg_gemm_args a = layer_call(&l, 3);
+    vg_dispatch_info info = gemm_ok(dev, &a);
+    assert_int_equal(info.decision, VG_DECISION_MEASURE);
+    assert_ptr_equal(info.plan, cand[2]);
+    char *text = slurp(trace);
+    assert_non_null(text);
+    char want[300];
+    for (int i = 0; i < 2; i++) {
+        snprintf(want, sizeof want, " plan=%s us=none status=0 why=the scripted timer gave %s\n",
+                 cand[i]->id, i == 0 ? "nan" : "-1");
+        assert_non_null(strstr(text, want));
+    }
+    snprintf(want, sizeof want, " plan=%s us=2.000 timer=scripted copies=0\n", cand[2]->id);
+    assert_non_null(strstr(text, want));
+    free(text);
+    layer_close(&l);
+    vg_device_close(dev);
+    vgtest_rmtree(dir);
+    free(dir);
+}
+
 /* fp8_grouped_bmm_decode on: grouped runs as one grouped launch up to 16
  * tokens per group and as the loop above; off: always the loop. */
 static void grouped_switch(void **state)
@@ -468,6 +514,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(tuning_off_is_heuristic),
         cmocka_unit_test(capture_refuses_measure),
         cmocka_unit_test(trace_names_every_candidate),
+        cmocka_unit_test(trace_marks_unranked_candidates),
         cmocka_unit_test(grouped_switch),
         cmocka_unit_test(grouped_result_matches_reference),
         cmocka_unit_test(unknown_operator_and_bad_args),
