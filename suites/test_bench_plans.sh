@@ -35,6 +35,13 @@ assert all(len(p) > 1 for p in by_row.values()), by_row
 assert len(kernel) == sum(len(p) for p in by_row.values())
 paths = {r["path"] for r in kernel}
 assert {"loop", "grouped", "dense"} <= paths, paths
+# Every row, copy rows too, has the string keys reports/SCHEMA.md requires
+# (the copy row once lost "family": -1 through an unsigned enum test).
+for r in d["rows"]:
+    for key in ("name", "kind", "path", "family", "decision"):
+        assert isinstance(r.get(key), str), (r.get("name"), key, r.get(key))
+copy = [r for r in d["rows"] if r["kind"] == "copy"]
+assert copy and all(r["family"] == "n/a" and r["path"] == "n/a" for r in copy), copy
 # The stream ceiling is a CUDA measurement: the CPU bench leaves it null, never made up.
 for r in d["rows"]:
     assert r["stream_ceiling_us"] is None and r["ceiling_fraction"] is None, r["name"]

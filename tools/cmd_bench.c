@@ -249,7 +249,10 @@ static void add_row(bench *b, const char *name, const char *kind, const char *pa
     cJSON_AddStringToObject(r, "name", name);
     cJSON_AddStringToObject(r, "kind", kind);
     cJSON_AddStringToObject(r, "path", path);
-    cJSON_AddStringToObject(r, "family", fam >= 0 ? vg_family_name(fam) : "n/a");
+    /* fam is -1 on copy and peer rows; vg_family is an unsigned enum, so a
+     * `fam >= 0` test would pass it and the key would go missing. */
+    const char *family = vg_family_name(fam);
+    cJSON_AddStringToObject(r, "family", family ? family : "n/a");
     cJSON_AddNumberToObject(r, "m", m);
     cJSON_AddNumberToObject(r, "n", n);
     cJSON_AddNumberToObject(r, "k", k);
