@@ -24,8 +24,9 @@
  * of half h takes elements 16q + 4s + {0,1} as MMA K 2q, 2q+1 and
  * 16q + 4s + {2,3} as 2q+8, 2q+9, and the X fragment read from shared
  * memory uses the same order, so the dot products are unchanged (only their
- * order).  A kNibblePairs family (dequant.cuh) decodes elements i and i+4
- * of each 8 into one register, and the X fragment is permuted to match.
+ * order).  The 4-bit E2M1 families decode other pairs of elements into one
+ * register (Deq::kPairs, dequant.cuh), and the X fragment is permuted to
+ * match.
  * The C fragment is (weight row, token): c0, c1 are row g, tokens
  * 2q, 2q+1; c2, c3 row g+8.  Token columns past the block's rows read a
  * valid row of X and are never stored (an MMA output column depends on its
@@ -145,6 +146,12 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     const int niter = wruns == 0 ? 0
                     : (wruns - 1) * WK + wk == nruns - 1 ? (wruns - 1) * PR + (nsteps - (nruns - 1) * PR)
                                                            : wruns * PR;
+    /* Steps 0 .. nfast-1 take the vector loads (load_w); only a warp's last
+     * step can be short (its k0 is the largest), and with unaligned W or X
+     * none is fast. */
+    const bool tail_step = (kend - kbeg) % C::kStepK != 0 && niter > 0 &&
+                           (wruns - 1) * WK + wk == nruns - 1;
+    const int nfast = p.w_vec_ok && p.x_vec_ok ? niter - (tail_step ? 1 : 0) : 0;
     uint16_t *xring = reinterpret_cast<uint16_t *>(smem) + wk * U * C::kXSlot;
 
     /* Rows past N read row N-1 (valid memory); their results are dropped. */
@@ -173,35 +180,54 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     };
     int row0 = 0, rows = 0;     /* set after grid_dep_wait(): offsets may be an earlier kernel's */
     const uint16_t *xg = p.x, *xlane = p.x;
-    const int xslot = (lane >> 4) * XS + (lane & 15) * 8;
+    uint16_t *xdst = xring + (lane >> 4) * XS + (lane & 15) * 8;
+    int xrows_lane = 0; /* rows this lane copies: l / 16 + 2t < rows */
 
     auto step_k0 = [&](int i) { return kbeg + (((i / PR) * WK + wk) * PR + i % PR) * C::kStepK; };
+    /* Step i0 + v's k0 is step i0's plus this, when i0 is a multiple of PR:
+     * a constant in the unrolled loop, which then adds instead of
+     * recomputing step_k0 for each load. */
+    auto step_k0_offset = [](int v) { return ((v / PR) * WK * PR + v % PR) * C::kStepK; };
 
-    /* Step i's X (rows x 128) into ring slot i % U, by cp.async. */
-    auto load_x = [&](int i) {
-        const int k0 = step_k0(i);
-        uint16_t *slot = xring + (i % U) * C::kXSlot;
-        if (p.x_vec_ok && k0 + C::kStepK <= kend) {
-            /* Lane l copies 16 bytes at column 8 (l % 16) of rows l / 16 + 2t:
-             * the addresses are xlane's and xslot's plus constants per t. */
-            const uint16_t *src = xlane + k0;
+    /* A fast step's X (rows x 128 from k0, 16-byte aligned rows) into ring
+     * slot u, by cp.async.  Lane l copies 16 bytes at column 8 (l % 16) of
+     * rows l / 16 + 2t: from xlane, to xdst, plus constants per t. */
+    auto load_x = [&](int k0, int u) {
+        const uint16_t *src = xlane + k0;
 #pragma unroll
-            for (int t = 0; t < BM / 2; t++)
-                if ((lane >> 4) + 2 * t < rows)
-                    cp_async16_l1(slot + xslot + 2 * t * XS, src + (size_t)2 * t * K);
-        } else {
-            /* The K tail (or unaligned X): zero past the range. */
-            for (int c = lane; c < rows * C::kStepK; c += 32) {
-                const int r = c / C::kStepK, k = k0 + c % C::kStepK;
-                slot[r * XS + c % C::kStepK] = k < kend ? xg[(size_t)r * K + k] : (uint16_t)0;
-            }
+        for (int t = 0; t < BM / 2; t++)
+            if (2 * t < xrows_lane)
+                cp_async16_l1(xdst + u * C::kXSlot + 2 * t * XS, src + (size_t)2 * t * K);
+    };
+    /* Any step's X by plain loads and stores, zero past kend (the K tail,
+     * or unaligned X). */
+    auto load_x_tail = [&](int k0, uint16_t *slot) {
+        for (int c = lane; c < rows * C::kStepK; c += 32) {
+            const int r = c / C::kStepK, k = k0 + c % C::kStepK;
+            slot[r * XS + c % C::kStepK] = k < kend ? xg[(size_t)r * K + k] : (uint16_t)0;
         }
     };
 
     /* Step i's W and its scales into registers (weights only: no earlier
-     * kernel writes them, so the prologue loads them before grid_dep_wait). */
-    auto load_w = [&](int i, uint32_t (&buf)[NI][2][2][KW], StepScales (&sc)[NI]) {
-        const int k0 = step_k0(i);
+     * kernel writes them, so the prologue loads them before grid_dep_wait).
+     * The pipelined loop below runs only steps that take the vector path
+     * (i < nfast), so its unrolled copies carry no tail code: the byte-wise
+     * path is in load_w_tail, called from the one plain loop after it. */
+    auto load_w = [&](int k0, uint32_t (&buf)[NI][2][2][KW], StepScales (&sc)[NI]) {
+#pragma unroll
+        for (int j = 0; j < NI; j++)
+            Deq::load_step(p.w, g, nr[j][0], nr[j][1], k0, lq, sc[j]);
+#pragma unroll
+        for (int j = 0; j < NI; j++) {
+            const uint8_t *row = wrow_g[j] + row_bytes(k0);
+#pragma unroll
+            for (int r = 0; r < 2; r++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    ldg_words<KW>(row + (r ? wrow_8[j] : 0) + 64 * h * Deq::kBits / 8, buf[j][r][h]);
+        }
+    };
+    auto load_w_tail = [&](int k0, uint32_t (&buf)[NI][2][2][KW], StepScales (&sc)[NI]) {
 #pragma unroll
         for (int j = 0; j < NI; j++)
             Deq::load_step(p.w, g, nr[j][0], nr[j][1], k0, lq, sc[j]);
@@ -248,8 +274,8 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     StepScales sc[UW][NI];
 #pragma unroll
     for (int u = 0; u < UW; u++)
-        if (u < niter)
-            load_w(u, wbuf[u], sc[u]);
+        if (u < nfast)
+            load_w(step_k0(u), wbuf[u], sc[u]);
 
     grid_dep_wait();
     if (p.offsets) {
@@ -265,13 +291,18 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
         return; /* block-uniform, and no cp.async is in flight yet */
     xg = p.x + (size_t)row0 * K;
     xlane = xg + (size_t)(lane >> 4) * K + (lane & 15) * 8;
+    xrows_lane = rows - (lane >> 4);
+    /* Held, not recomputed: ptxas rebuilt both addresses from the kernel
+     * parameters at every copy (the X copy of a 4-bit step went from about
+     * 60 instructions to 35; kernels/cuda/NOTES.md, session 10). */
+    asm volatile("" : "+l"(xlane), "+l"(xdst));
 
     /* One cp.async group per step, committed even when empty, so that
      * "all but the newest U-1 groups" is always step i's. */
 #pragma unroll
     for (int u = 0; u < U; u++) {
-        if (u < niter)
-            load_x(u);
+        if (u < nfast)
+            load_x(step_k0(u), u);
         cp_async_commit();
     }
 
@@ -281,89 +312,116 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     for (int m = 0; m < MT; m++)
         xrow[m] = min(8 * m + lg, rows - 1) * XS + 16 * lq;
 
-    /* i0 steps by UW, a multiple of U: step i's X slot i % U is u % U. */
-    for (int i0 = 0; i0 < niter; i0 += UW) {
+    /* One step: its W (registers) times its X (ring slot), into acc. */
+    auto compute = [&](const uint32_t (&w)[NI][2][2][KW], const StepScales (&scs)[NI], const uint16_t *slot) {
+        /* A post-scaled family sums the step's MMAs into t first, and
+         * alternates between two partial sums: two dependency chains
+         * of 4 MMAs instead of one of 8 (fp8 wo_a 10.9 -> 10.4 us;
+         * the others, which add into acc, measured no gain from it). */
+        constexpr int CH = Deq::kPostScale ? 2 : 1;
+        float t[CH][NI][MT][4];
+#pragma unroll
+        for (int x = 0; x < CH; x++)
+#pragma unroll
+            for (int j = 0; j < NI; j++)
+#pragma unroll
+                for (int m = 0; m < MT; m++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        t[x][j][m][e] = 0.0f;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            uint32_t b[MT][8];
+#pragma unroll
+            for (int m = 0; m < MT; m++) {
+                const uint4 *xp = reinterpret_cast<const uint4 *>(slot + xrow[m] + 64 * h);
+#pragma unroll
+                for (int t = 0; t < 2; t++) {
+                    const uint4 v = xp[t];
+                    /* X in the weight's pairs (dequant.cuh, VgPairs) */
+                    if constexpr (Deq::kPairs == VG_PAIRS_NIBBLE) {
+                        b[m][4 * t] = __byte_perm(v.x, v.z, 0x5410u);
+                        b[m][4 * t + 1] = __byte_perm(v.x, v.z, 0x7632u);
+                        b[m][4 * t + 2] = __byte_perm(v.y, v.w, 0x5410u);
+                        b[m][4 * t + 3] = __byte_perm(v.y, v.w, 0x7632u);
+                    } else if constexpr (Deq::kPairs == VG_PAIRS_STRIDE2) {
+                        b[m][4 * t] = __byte_perm(v.x, v.y, 0x5410u);
+                        b[m][4 * t + 1] = __byte_perm(v.x, v.y, 0x7632u);
+                        b[m][4 * t + 2] = __byte_perm(v.z, v.w, 0x5410u);
+                        b[m][4 * t + 3] = __byte_perm(v.z, v.w, 0x7632u);
+                    } else {
+                        b[m][4 * t] = v.x, b[m][4 * t + 1] = v.y, b[m][4 * t + 2] = v.z, b[m][4 * t + 3] = v.w;
+                    }
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < NI; j++) {
+                uint32_t a0[8], a1[8];
+                Deq::decode_words(w[j][0][h], scs[j].pre[0][h], a0);
+                Deq::decode_words(w[j][1][h], scs[j].pre[1][h], a1);
+#pragma unroll
+                for (int m = 0; m < MT; m++) {
+#pragma unroll
+                    for (int s = 0; s < 4; s++) {
+                        float *c = Deq::kPostScale ? t[s % CH][j][m] : acc[j][m];
+                        const uint32_t a[4] = {a0[2 * s], a1[2 * s], a0[2 * s + 1], a1[2 * s + 1]};
+                        mma16816(c, a, b[m][2 * s], b[m][2 * s + 1]);
+                    }
+                }
+            }
+        }
+        if constexpr (Deq::kPostScale) {
+#pragma unroll
+            for (int j = 0; j < NI; j++)
+#pragma unroll
+                for (int m = 0; m < MT; m++) {
+                    float sum[4];
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        sum[e] = CH > 1 ? t[0][j][m][e] + t[CH - 1][j][m][e] : t[0][j][m][e];
+                    acc[j][m][0] += scs[j].post[0] * sum[0];
+                    acc[j][m][1] += scs[j].post[0] * sum[1];
+                    acc[j][m][2] += scs[j].post[1] * sum[2];
+                    acc[j][m][3] += scs[j].post[1] * sum[3];
+                }
+        }
+    };
+
+    /* The pipelined loop over the fast steps.  i0 steps by UW, a multiple
+     * of U: step i's X slot i % U is u % U. */
+    static_assert(UW % PR == 0, "i0 must stay a multiple of PR (step_k0_offset)");
+    for (int i0 = 0; i0 < nfast; i0 += UW) {
+        const int kb = step_k0(i0);
 #pragma unroll
         for (int u = 0; u < UW; u++) {
             const int i = i0 + u;
-            if (i >= niter)
+            if (i >= nfast)
                 break;
+            uint16_t *slot = xring + (u % U) * C::kXSlot;
             cp_async_wait<U - 1>();
             __syncwarp();
-            const uint16_t *slot = xring + (u % U) * C::kXSlot;
-            /* A post-scaled family sums the step's MMAs into t first, and
-             * alternates between two partial sums: two dependency chains
-             * of 4 MMAs instead of one of 8 (fp8 wo_a 10.9 -> 10.4 us;
-             * the others, which add into acc, measured no gain from it). */
-            constexpr int CH = Deq::kPostScale ? 2 : 1;
-            float t[CH][NI][MT][4];
-#pragma unroll
-            for (int x = 0; x < CH; x++)
-#pragma unroll
-                for (int j = 0; j < NI; j++)
-#pragma unroll
-                    for (int m = 0; m < MT; m++)
-#pragma unroll
-                        for (int e = 0; e < 4; e++)
-                            t[x][j][m][e] = 0.0f;
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                uint32_t b[MT][8];
-#pragma unroll
-                for (int m = 0; m < MT; m++) {
-                    const uint4 *xp = reinterpret_cast<const uint4 *>(slot + xrow[m] + 64 * h);
-#pragma unroll
-                    for (int t = 0; t < 2; t++) {
-                        const uint4 v = xp[t];
-                        if constexpr (Deq::kNibblePairs) {
-                            /* X pairs (i, i + 4) of each 8 elements, as the weight's */
-                            b[m][4 * t] = __byte_perm(v.x, v.z, 0x5410u);
-                            b[m][4 * t + 1] = __byte_perm(v.x, v.z, 0x7632u);
-                            b[m][4 * t + 2] = __byte_perm(v.y, v.w, 0x5410u);
-                            b[m][4 * t + 3] = __byte_perm(v.y, v.w, 0x7632u);
-                        } else {
-                            b[m][4 * t] = v.x, b[m][4 * t + 1] = v.y, b[m][4 * t + 2] = v.z, b[m][4 * t + 3] = v.w;
-                        }
-                    }
-                }
-#pragma unroll
-                for (int j = 0; j < NI; j++) {
-                    uint32_t a0[8], a1[8];
-                    Deq::decode_words(wbuf[u][j][0][h], sc[u][j].pre[0][h], a0);
-                    Deq::decode_words(wbuf[u][j][1][h], sc[u][j].pre[1][h], a1);
-#pragma unroll
-                    for (int m = 0; m < MT; m++) {
-#pragma unroll
-                        for (int s = 0; s < 4; s++) {
-                            float *c = Deq::kPostScale ? t[s % CH][j][m] : acc[j][m];
-                            const uint32_t a[4] = {a0[2 * s], a1[2 * s], a0[2 * s + 1], a1[2 * s + 1]};
-                            mma16816(c, a, b[m][2 * s], b[m][2 * s + 1]);
-                        }
-                    }
-                }
-            }
-            if constexpr (Deq::kPostScale) {
-#pragma unroll
-                for (int j = 0; j < NI; j++)
-#pragma unroll
-                    for (int m = 0; m < MT; m++) {
-                        float sum[4];
-#pragma unroll
-                        for (int e = 0; e < 4; e++)
-                            sum[e] = CH > 1 ? t[0][j][m][e] + t[CH - 1][j][m][e] : t[0][j][m][e];
-                        acc[j][m][0] += sc[u][j].post[0] * sum[0];
-                        acc[j][m][1] += sc[u][j].post[0] * sum[1];
-                        acc[j][m][2] += sc[u][j].post[1] * sum[2];
-                        acc[j][m][3] += sc[u][j].post[1] * sum[3];
-                    }
-            }
+            compute(wbuf[u], sc[u], slot);
             __syncwarp(); /* every lane is done with the slot before it is refilled */
-            if (i + U < niter)
-                load_x(i + U);
+            if (i + U < nfast)
+                load_x(kb + step_k0_offset(u + U), u % U);
             cp_async_commit();
-            if (i + UW < niter)
-                load_w(i + UW, wbuf[u], sc[u]);
+            if (i + UW < nfast)
+                load_w(kb + step_k0_offset(u + UW), wbuf[u], sc[u]);
         }
+    }
+    /* The rest (the short last step, or every step of unaligned W or X),
+     * one at a time, with plain loads: the pipelined loop above has left
+     * no copy in flight into the slots. */
+    for (int i = nfast; i < niter; i++) {
+        uint32_t tw[NI][2][2][KW];
+        StepScales tsc[NI];
+        uint16_t *slot = xring + (i % U) * C::kXSlot;
+        const int k0 = step_k0(i);
+        load_w_tail(k0, tw, tsc);
+        load_x_tail(k0, slot);
+        __syncwarp();
+        compute(tw, tsc, slot);
+        __syncwarp();
     }
     cp_async_wait<0>();
 

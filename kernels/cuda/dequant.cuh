@@ -21,10 +21,9 @@
  *                  by postscale(w, g, n, kb) before it is added to the FP32
  *                  accumulator: the block scale stays in FP32, exact.
  *   epilogue(w)    one factor applied to the output (nvfp4's tensor scale).
- *   kNibblePairs   decode_words pairs element i with i+4 of each 8-element
- *                  word (out[4t + i] = elements 8t + i, 8t + i + 4) instead
- *                  of 2j with 2j+1; the decode kernel permutes X to match
- *                  (decode16 always keeps the natural pairs).
+ *   kPairs         which two of a row's elements decode_words puts in one
+ *                  FP16x2 (VgPairs below); the decode kernel permutes X to
+ *                  match.  decode16 always keeps the natural pairs.
  *
  * The decode kernel (decode_kernel.cuh) reads scales per 128-long K step
  * instead, ahead of use, for the two weight rows a thread holds:
@@ -51,6 +50,13 @@
 #include "voltgate/formats.h"
 #include "voltgate/types.h"
 
+/* The pairs of elements decode_words puts in out[] (Deq::kPairs):
+ *   VG_PAIRS_NATURAL  out[j] = elements 2j, 2j + 1
+ *   VG_PAIRS_NIBBLE   out[4t + i] = elements 8t + i, 8t + i + 4
+ *   VG_PAIRS_STRIDE2  out[4t + i] = elements 8t + c, 8t + c + 2 with
+ *                     c = (i & 1) + 4 (i >> 1): 0,2  1,3  4,6  5,7 */
+enum VgPairs { VG_PAIRS_NATURAL = 0, VG_PAIRS_NIBBLE = 1, VG_PAIRS_STRIDE2 = 2 };
+
 /* The weight as the kernels see it: one group's buffers are found at
  * g * (per-group bytes) from the base pointers. */
 struct KWeight {
@@ -75,7 +81,7 @@ struct StepScales {
 /* ---- FP16 ------------------------------------------------------------------ */
 struct DeqFP16 {
     static constexpr int kBits = 16;
-    static constexpr bool kNibblePairs = false;
+    static constexpr int kPairs = VG_PAIRS_NATURAL;
     static constexpr bool kPreScale = false;
     static constexpr bool kPostScale = false;
     static constexpr bool kPostPerBlock = false;
@@ -128,6 +134,16 @@ static __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint16_t two)
     asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(out) : "h"(two));
     return out;
 }
+/* Both 16-bit halves of a word of four E4M3 codes, split inside the asm:
+ * written as two 16-bit C operands, nvcc masks and shifts each half of the
+ * word's computation apart (kernels/cuda/NOTES.md, session 10). */
+static __device__ __forceinline__ void e4m3x4_to_f16x2(uint32_t four, uint32_t &lo, uint32_t &hi)
+{
+    asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\t"
+        "cvt.rn.f16x2.e4m3x2 %0, l;\n\tcvt.rn.f16x2.e4m3x2 %1, h;\n\t}\n"
+        : "=r"(lo), "=r"(hi)
+        : "r"(four));
+}
 #else
 #define VG_F8_HW_CVT 0
 #define VG_F8_POST 256.0f
@@ -135,7 +151,7 @@ static __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint16_t two)
 
 struct DeqFP8 {
     static constexpr int kBits = 8;
-    static constexpr bool kNibblePairs = false;
+    static constexpr int kPairs = VG_PAIRS_NATURAL;
     static constexpr bool kPreScale = false;
     static constexpr bool kPostScale = true;
     static constexpr bool kPostPerBlock = true; /* one scale for 128 rows */
@@ -187,7 +203,7 @@ static __device__ __forceinline__ uint32_t e2m1x2_to_f16x2_scaled(uint32_t b)
     return ((b * 0x00200200u) & 0x0E000E00u) | ((b * 0x01001000u) & 0x80008000u);
 }
 
-/* The elements in nibbles i and i + 4 of word w (kNibblePairs) to an
+/* The elements in nibbles i and i + 4 of word w (VG_PAIRS_NIBBLE) to an
  * FP16x2 of their values times 2^-14, as above.  The two sit 16 bits
  * apart, so one shift of the whole word moves both signs to bits 15 and 31
  * and another both magnitudes to bits 9-11 and 25-27: two shifts and two
@@ -201,24 +217,60 @@ static __device__ __forceinline__ uint32_t e2m1_nibble_pair_to_f16x2_scaled(uint
     return sign | mag;
 }
 
+/* SM89+: E2M1 through the hardware E4M3 convert.  An E2M1 code's sign on
+ * E4M3's sign bit and its three magnitude bits on E4M3's two low exponent
+ * bits and top mantissa bit give the value times 2^-6 exactly (the biases
+ * differ by 6; E2M1's subnormal 0.5 becomes E4M3's subnormal 2^-7; no NaN
+ * code can arise).  The low nibbles of a word's four bytes become one word
+ * of E4M3 bytes by two shifts and two masks, the high nibbles by one shift
+ * and two masks, and each 16-bit half then converts in one instruction:
+ * the pairs are the elements two apart (VG_PAIRS_STRIDE2), about 2.75
+ * instructions per FP16x2 against the nibble pair's 4. */
+#if VG_F8_HW_CVT
+#define VG_E2M1_PAIRS VG_PAIRS_STRIDE2
+static __device__ __forceinline__ void e2m1x8_to_f16x2_via_e4m3(uint32_t w, uint32_t out[4])
+{
+    const uint32_t lo = ((w << 4) & 0x80808080u) | ((w << 2) & 0x1C1C1C1Cu); /* elements 0, 2, 4, 6 */
+    const uint32_t hi = (w & 0x80808080u) | ((w >> 2) & 0x1C1C1C1Cu);        /* elements 1, 3, 5, 7 */
+    e4m3x4_to_f16x2(lo, out[0], out[2]);
+    e4m3x4_to_f16x2(hi, out[1], out[3]);
+}
+#else
+#define VG_E2M1_PAIRS VG_PAIRS_NIBBLE
+#endif
+
+/* The power of two decode_words leaves on an E2M1 value with the pairs P:
+ * the pre-scales of load_step carry its inverse. */
+template <int P>
+static __host__ __device__ constexpr int e2m1_decode_exp() { return P == VG_PAIRS_STRIDE2 ? -6 : -14; }
+
 /* Sixteen E2M1 codes (two words) times the FP16x2 pre-scale s, which
- * carries the 2^14 the decode leaves out (the products are exact: see the
- * families' prescale).  out[4t + i] holds the elements of byte i of word t
- * (2i and 2i + 1 of its eight), or with NibblePairs those of nibbles i and
- * i + 4. */
-template <bool NibblePairs>
+ * carries the 2^-e2m1_decode_exp() the decode leaves out (the products are
+ * exact: see the families' prescale), in the pairs P. */
+template <int P>
 static __device__ __forceinline__ void e2m1x16_decode(const uint32_t w[2], uint32_t s, uint32_t out[8])
 {
     const __half2 sc = *reinterpret_cast<const __half2 *>(&s);
 #pragma unroll
-    for (int t = 0; t < 2; t++)
+    for (int t = 0; t < 2; t++) {
+        uint32_t pair[4];
+#if VG_F8_HW_CVT
+        if constexpr (P == VG_PAIRS_STRIDE2) {
+            e2m1x8_to_f16x2_via_e4m3(w[t], pair);
+        } else
+#endif
+        {
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                pair[i] = P == VG_PAIRS_NIBBLE ? e2m1_nibble_pair_to_f16x2_scaled(w[t], i)
+                                               : e2m1x2_to_f16x2_scaled((w[t] >> (8 * i)) & 0xFFu);
+        }
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            uint32_t pair = NibblePairs ? e2m1_nibble_pair_to_f16x2_scaled(w[t], i)
-                                        : e2m1x2_to_f16x2_scaled((w[t] >> (8 * i)) & 0xFFu);
-            __half2 h = __hmul2(*reinterpret_cast<__half2 *>(&pair), sc);
+            __half2 h = __hmul2(*reinterpret_cast<__half2 *>(&pair[i]), sc);
             out[4 * t + i] = *reinterpret_cast<uint32_t *>(&h);
         }
+    }
 }
 
 /* FP16x2 bits of 2^e in both halves, for -14 <= e <= 15; 0 below.  The
@@ -239,28 +291,36 @@ static __device__ __forceinline__ uint32_t f16x2_pow2(int e)
  * multiplies by 2^8 and the tensor scale. */
 struct DeqNVFP4 {
     static constexpr int kBits = 4;
-    static constexpr bool kNibblePairs = true;
+    static constexpr int kPairs = VG_E2M1_PAIRS;
     static constexpr bool kPreScale = true;
     static constexpr bool kPostScale = false;
     static constexpr bool kPostPerBlock = false;
     static constexpr int kScaleK = 128;
     /* The E4M3 codes in the high bytes of t's two 16-bit lanes to FP16x2
-     * s * 2^6: the fp8 bit decode gives s * 2^-8 (exact, subnormals
-     * included) and one multiply by 2^14 (exact: at most 448 * 64).  The
-     * float conversion this replaces made nvfp4 wo_a 15.8 us instead of
-     * 12.6 (NOTES.md, session 4). */
+     * s * 2^(-8 - E), E the decode's power of two: the fp8 bit decode gives
+     * s * 2^-8 (exact, subnormals included) and one multiply by 2^-E
+     * (exact: at most 448 * 64, and at least 2^-11 for E = -6).  With
+     * either decode the product is v * s * 2^-8.  The float conversion
+     * this replaces made nvfp4 wo_a 15.8 us instead of 12.6 (NOTES.md,
+     * session 4). */
+    template <int E>
     static __device__ __forceinline__ uint32_t scale_high_bytes(uint32_t t)
     {
         uint32_t b = e4m3_high_bytes_to_f16x2_scaled(t);
-        const __half2 h = __hmul2(*reinterpret_cast<const __half2 *>(&b), __float2half2_rn(16384.0f));
+        const __half2 h = __hmul2(*reinterpret_cast<const __half2 *>(&b), __float2half2_rn((float)(1 << -E)));
         return *reinterpret_cast<const uint32_t *>(&h);
     }
     /* The E4M3 code c (low byte) to that scale in both halves. */
-    static __device__ __forceinline__ uint32_t scale_code(uint32_t c) { return scale_high_bytes(__byte_perm(c, 0u, 0x0404u)); }
+    template <int E>
+    static __device__ __forceinline__ uint32_t scale_code(uint32_t c)
+    {
+        return scale_high_bytes<E>(__byte_perm(c, 0u, 0x0404u));
+    }
+    /* decode16's pre-scale (its decode leaves 2^-14) */
     static __device__ __forceinline__ uint32_t prescale(const KWeight &w, int g, int n, int k)
     {
         const uint8_t *s = w.scale + (size_t)g * w.scale_group_bytes;
-        return scale_code(__ldg(s + (size_t)n * w.scale_cols + k / VG_NVFP4_GROUP));
+        return scale_code<-14>(__ldg(s + (size_t)n * w.scale_cols + k / VG_NVFP4_GROUP));
     }
     /* Half h of the step holds the 16-groups k0/16 + 4h + q. */
     static __device__ __forceinline__ void load_step(const KWeight &w, int g, int n0, int n1, int k0, int q,
@@ -273,18 +333,19 @@ struct DeqNVFP4 {
             const uint8_t *row = base + (size_t)(r ? n1 : n0) * w.scale_cols;
 #pragma unroll
             for (int h = 0; h < 2; h++)
-                s.pre[r][h] = scale_code(__ldg(row + min(k0 / VG_NVFP4_GROUP + 4 * h + q, last)));
+                s.pre[r][h] = scale_code<e2m1_decode_exp<kPairs>()>(
+                    __ldg(row + min(k0 / VG_NVFP4_GROUP + 4 * h + q, last)));
         }
     }
     static __device__ __forceinline__ void decode16(const uint8_t *p, uint32_t s, uint32_t out[8])
     {
         const uint2 v = *reinterpret_cast<const uint2 *>(p);
         const uint32_t w[2] = {v.x, v.y};
-        e2m1x16_decode<false>(w, s, out);
+        e2m1x16_decode<VG_PAIRS_NATURAL>(w, s, out);
     }
     static __device__ __forceinline__ void decode_words(const uint32_t w[2], uint32_t s, uint32_t out[8])
     {
-        e2m1x16_decode<kNibblePairs>(w, s, out);
+        e2m1x16_decode<kPairs>(w, s, out);
     }
     static __device__ __forceinline__ float postscale(const KWeight &, int, int, int) { return 1.0f; }
     static __device__ __forceinline__ float epilogue(const KWeight &w) { return w.tensor_scale * 256.0f; }
@@ -305,7 +366,8 @@ struct DeqNVFP4Words : DeqNVFP4 {
         for (int r = 0; r < 2; r++) {
             const uint2 v = __ldg(reinterpret_cast<const uint2 *>(base + (size_t)(r ? n1 : n0) * w.scale_cols));
             /* codes q and 4 + q in the high bytes of the two 16-bit lanes */
-            const uint32_t both = scale_high_bytes(__byte_perm(v.x, v.y, (uint32_t)((4 + q) << 12 | q << 4)));
+            const uint32_t both = scale_high_bytes<e2m1_decode_exp<kPairs>()>(
+                __byte_perm(v.x, v.y, (uint32_t)((4 + q) << 12 | q << 4)));
             s.pre[r][0] = __byte_perm(both, 0u, 0x1010u);
             s.pre[r][1] = __byte_perm(both, 0u, 0x3232u);
         }
@@ -319,10 +381,13 @@ struct DeqNVFP4Words : DeqNVFP4 {
  * FP16, as the pre-scale 2^(e-E+14) that also undoes the decode's 2^-14
  * (exact unless v * 2^(e-E) falls below FP16's subnormals, i.e. for groups
  * more than about 2^23 below the block's largest, whose contribution is
- * then lost). */
+ * then lost).  The decode kernel's E4M3-convert decode (SM89+) leaves
+ * 2^-6, not 2^-14: its products are v * 2^(e-E+8), exact down to 2^-28
+ * below the block's largest, and step_scales moves the 2^8 into the
+ * post-scale. */
 struct DeqMXFP4 {
     static constexpr int kBits = 4;
-    static constexpr bool kNibblePairs = true;
+    static constexpr int kPairs = VG_E2M1_PAIRS;
     static constexpr bool kPreScale = true;
     static constexpr bool kPostScale = true;
     static constexpr bool kPostPerBlock = false;
@@ -356,6 +421,12 @@ struct DeqMXFP4 {
         const int emax = max(max((int)(ew & 0xFFu), (int)((ew >> 8) & 0xFFu)),
                              max((int)((ew >> 16) & 0xFFu), (int)(ew >> 24)));
         s.post[r] = __uint_as_float(emax ? (uint32_t)emax << 23 : 0x00400000u); /* 0: 2^-127 */
+        /* decode_words leaves 2^(14 + e2m1_decode_exp) more than decode16's
+         * 2^-14, which the pre-scale undoes: 2^8 with the E4M3 convert
+         * (the FP16 products reach 6 * 2^8), taken out here, exactly. */
+        constexpr int extra = 14 + e2m1_decode_exp<kPairs>();
+        if constexpr (extra != 0)
+            s.post[r] *= 1.0f / (float)(1 << extra);
 #pragma unroll
         for (int h = 0; h < 2; h++)
             s.pre[r][h] = f16x2_pow2((int)((ew >> (16 * h + 8 * (q >> 1))) & 0xFFu) - emax + 14);
@@ -384,7 +455,7 @@ struct DeqMXFP4 {
     }
     static __device__ __forceinline__ void decode_words(const uint32_t w[2], uint32_t s, uint32_t out[8])
     {
-        e2m1x16_decode<kNibblePairs>(w, s, out);
+        e2m1x16_decode<kPairs>(w, s, out);
     }
     static __device__ __forceinline__ float postscale(const KWeight &w, int g, int n, int kb)
     {
@@ -422,7 +493,7 @@ struct DeqMXFP4Words : DeqMXFP4 {
  * half makes 1024 + q exactly. */
 struct DeqAWQ {
     static constexpr int kBits = 4;
-    static constexpr bool kNibblePairs = false;
+    static constexpr int kPairs = VG_PAIRS_NATURAL;
     static constexpr bool kPreScale = true;
     static constexpr bool kPostScale = true;
     static constexpr bool kPostPerBlock = false;
