@@ -194,6 +194,21 @@ static double candidate_us(const char *text, const char *id, char *timer, size_t
     return us;
 }
 
+/* The trace's text after dev, tracing to trace, measured an fp8 dense
+ * layer (left open in l) at 3 rows; info: the call's decision. */
+static char *measure_traced(vg_device *dev, const char *trace, test_layer *l, vg_dispatch_info *info)
+{
+    assert_int_equal(vg_trace_set(dev, trace), VG_OK);
+    layer_open(l, dev, VG_FAMILY_FP8, VG_PATH_DENSE, N, K, 1, 8);
+    vg_gemm_args a = layer_call(l, 3);
+    *info = gemm_ok(dev, &a);
+    assert_int_equal(info->decision, VG_DECISION_MEASURE);
+    assert_int_equal(vg_device_synchronize(dev, NULL), VG_OK);
+    char *text = slurp(trace);
+    assert_non_null(text);
+    return text;
+}
+
 /* A measurement writes one vg-trace-candidate line per plan it timed,
  * before its decision line, with the time the timer gave and which timer:
  * the scripted one's exact values, then the host clock's, whose smallest is
@@ -210,16 +225,9 @@ static void trace_names_every_candidate(void **state)
         snprintf(trace, sizeof trace, "%s/trace%d", dir, scripted);
         script s = {.stride = 1, .offset = 1};
         vg_device *dev = open_cpu(scripted ? &s : NULL);
-        assert_int_equal(vg_trace_set(dev, trace), VG_OK);
         test_layer l;
-        layer_open(&l, dev, VG_FAMILY_FP8, VG_PATH_DENSE, N, K, 1, 8);
-        vg_gemm_args a = layer_call(&l, 3);
-        vg_dispatch_info info = gemm_ok(dev, &a);
-        assert_int_equal(info.decision, VG_DECISION_MEASURE);
-        assert_int_equal(vg_device_synchronize(dev, NULL), VG_OK);
-
-        char *text = slurp(trace);
-        assert_non_null(text);
+        vg_dispatch_info info;
+        char *text = measure_traced(dev, trace, &l, &info);
         const char *decision = strstr(text, "vg-trace op=gemm");
         assert_non_null(decision);
         size_t lines = 0;
@@ -287,15 +295,10 @@ static void trace_marks_unranked_candidates(void **state)
     assert_true(ncand >= 3);
     vg_device *dev = open_cpu(NULL);
     assert_int_equal(vg_device_set_timer(dev, unusable_first_two, cand), VG_OK);
-    assert_int_equal(vg_trace_set(dev, trace), VG_OK);
     test_layer l;
-    layer_open(&l, dev, VG_FAMILY_FP8, VG_PATH_DENSE, N, K, 1, 8);
-    vg_gemm_args a = layer_call(&l, 3);
-    vg_dispatch_info info = gemm_ok(dev, &a);
-    assert_int_equal(info.decision, VG_DECISION_MEASURE);
+    vg_dispatch_info info;
+    char *text = measure_traced(dev, trace, &l, &info);
     assert_ptr_equal(info.plan, cand[2]);
-    char *text = slurp(trace);
-    assert_non_null(text);
     char want[300];
     for (int i = 0; i < 2; i++) {
         snprintf(want, sizeof want, " plan=%s us=none status=0 why=the scripted timer gave %s\n",
