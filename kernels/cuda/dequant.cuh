@@ -224,8 +224,11 @@ static __device__ __forceinline__ uint32_t e2m1_nibble_pair_to_f16x2_scaled(uint
  * code can arise).  The low nibbles of a word's four bytes become one word
  * of E4M3 bytes by two shifts and two masks, the high nibbles by one shift
  * and two masks, and each 16-bit half then converts in one instruction:
- * the pairs are the elements two apart (VG_PAIRS_STRIDE2), about 2.75
- * instructions per FP16x2 against the nibble pair's 4. */
+ * the pairs are the elements two apart (VG_PAIRS_STRIDE2).  In sm_90 SASS
+ * a word of eight codes takes 13 instructions (four converts, two PRMT
+ * for the high halves) against the nibble pairs' 16, and the 4-bit rows
+ * on the H200 took about 1.5 % less time (geomean; kernels/cuda/NOTES.md,
+ * session 10). */
 #if VG_F8_HW_CVT
 #define VG_E2M1_PAIRS VG_PAIRS_STRIDE2
 static __device__ __forceinline__ void e2m1x8_to_f16x2_via_e4m3(uint32_t w, uint32_t out[4])
