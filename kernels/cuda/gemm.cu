@@ -416,11 +416,14 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
             return by_id(big ? "cuda.grouped.decode.m16n32w4.u2.sk2"
                              : "cuda.grouped.decode.m8n32w4.u2.sk2");
         /* fp16 moves twice fp8's bytes per step, and U=4 keeps two of its
-         * steps in flight, not one (wo_a, H200: 18.74 against 20.65 us at
-         * 1 token, 20.28 against 22.38 at 8; the other families are
-         * fastest at U=2). */
+         * steps in flight, not one; since the decode loop lost its tail
+         * code (session 10) the 32-row tile is its fastest plan at 1-8
+         * tokens (wo_a, H200, every plan forced, two runs: 18.87 / 19.23
+         * / 19.65 us at 1 / 4 / 8 tokens against 19.77 / 20.50 / 21.42
+         * for m8n16w4.u4; kernels/cuda/NOTES.md, session 10).  The other
+         * families are fastest at m8n16w4.u2. */
         if (f == VG_FAMILY_FP16 && !big)
-            return by_id("cuda.grouped.decode.m8n16w4.u4.sk1");
+            return by_id("cuda.grouped.decode.m8n32w4.u4.sk1");
         return by_id(big ? "cuda.grouped.decode.m16n16w4.u2.sk1"
                          : "cuda.grouped.decode.m8n16w4.u2.sk1");
     }
