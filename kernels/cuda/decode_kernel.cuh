@@ -228,21 +228,13 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
         }
     };
     auto load_w_tail = [&](int k0, uint32_t (&buf)[NI][2][2][KW], StepScales (&sc)[NI]) {
+        if (p.w_vec_ok && k0 + C::kStepK <= K) {
+            load_w(k0, buf, sc);
+            return;
+        }
 #pragma unroll
         for (int j = 0; j < NI; j++)
             Deq::load_step(p.w, g, nr[j][0], nr[j][1], k0, lq, sc[j]);
-        if (p.w_vec_ok && k0 + C::kStepK <= K) {
-#pragma unroll
-            for (int j = 0; j < NI; j++) {
-                const uint8_t *row = wrow_g[j] + row_bytes(k0);
-#pragma unroll
-                for (int r = 0; r < 2; r++)
-#pragma unroll
-                    for (int h = 0; h < 2; h++)
-                        ldg_words<KW>(row + (r ? wrow_8[j] : 0) + 64 * h * Deq::kBits / 8, buf[j][r][h]);
-            }
-            return;
-        }
         /* The K tail (or unaligned rows): bytes past the row read as zero,
          * never as a NaN code. */
 #pragma unroll
