@@ -253,6 +253,7 @@ static __host__ __device__ constexpr int e2m1_decode_exp() { return P == VG_PAIR
 template <int P>
 static __device__ __forceinline__ void e2m1x16_decode(const uint32_t w[2], uint32_t s, uint32_t out[8])
 {
+    static_assert(P != VG_PAIRS_STRIDE2 || VG_F8_HW_CVT, "the stride-2 pairs come from the SM89+ convert only");
     const __half2 sc = *reinterpret_cast<const __half2 *>(&s);
 #pragma unroll
     for (int t = 0; t < 2; t++) {
