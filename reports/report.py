@@ -2,7 +2,7 @@
 """The voltgate results report and the noise-aware regression rule.
 
     report.py --history DIR --out DIR [--baseline COMMIT | --baseline-record FILE]
-              [--min-effect 0.03] [--alpha 0.05]
+              [--min-effect 0.03] [--alpha 0.05] [--targets FILE]
 
 Reads every record in --history (reports/SCHEMA.md; a bad file is skipped
 with a message), merges the records of one run (the shards of one commit
@@ -25,6 +25,10 @@ is reported "too few samples" and never flagged.  A golden row (case,
 backend, plan) regresses when it went PASS -> FAIL or is a new case that
 fails; a row that still fails is listed and fails the run too.
 
+The page also checks the issues' speed targets (--targets, default
+reports/targets.json; targets.py) against the latest run's rows; they are
+goals, shown and summarised on stdout, and do not change the exit status.
+
 stdout gets the flagged rows as a short markdown table.  Exit status: 0 no
 regression, 1 something regressed or a golden case fails, 2 bad usage or no
 usable record.
@@ -39,6 +43,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import record as vgrecord  # noqa: E402
 import stats  # noqa: E402
+import targets as vgtargets  # noqa: E402
 
 FLAGGED_KINDS = ("kernel", "dispatch")
 
@@ -749,6 +754,27 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
     if not perf and not gold:
         p.append("<p>Nothing flagged.</p>")
 
+    # The issues' speed targets.
+    p.append("<h2>Speed targets (latest run)</h2>")
+    if args.target_lines:
+        p.append(f"<p>{_e(vgtargets.summary(args.target_lines))}. A target is a goal an issue set for the "
+                 "kernels (<code>reports/targets.json</code>); a line is met when every row it covers is. "
+                 "Targets do not decide the verdict above: regressions do.</p>")
+        rows, cls = [], []
+        for ln in args.target_lines:
+            spec = "{:.2f}x" if ln["value"] == "speedup" else "{:.3f}"
+            rows.append([ln["source"], ln["text"], ln["group"] or "-", ln["status"],
+                         f"{ln['met']}/{ln['rows'] - ln['unmeasured']}" + (f" ({ln['unmeasured']} without a value)"
+                                                                           if ln["unmeasured"] else ""),
+                         _fmt(ln["worst"], spec), spec.format(ln["min"]), ln["worst_row"] or "-",
+                         _fmt(ln["worst_ceiling"], "{:.3f}")])
+            cls.append({"met": "good", "not met": "bad"}.get(ln["status"], "warn"))
+        p.append("<div class='scroll'>" +
+                 _table(["issue", "target", "line", "status", "rows met", "worst", "needs", "worst row",
+                         "its ceil fraction"], rows, cls) + "</div>")
+    else:
+        p.append("<p class='muted'>No targets file read.</p>")
+
     # Loop vs grouped.
     lvg = loop_vs_grouped(latest)
     p.append("<h2>Loop vs grouped (latest run)</h2>")
@@ -911,6 +937,8 @@ def main(argv=None):
     ap.add_argument("--baseline-record", metavar="FILE", help="compare with the run holding this record")
     ap.add_argument("--min-effect", type=float, default=0.03, help="minimum slowdown of the median (0.03 = 3%%)")
     ap.add_argument("--alpha", type=float, default=0.05, help="significance level of the U test")
+    ap.add_argument("--targets", metavar="FILE", default=vgtargets.DEFAULT_FILE,
+                    help="speed targets to check (default: reports/targets.json; 'none' for none)")
     args = ap.parse_args(argv)
     if not 0 < args.alpha < 1 or args.min_effect < 0:
         print("report.py: --alpha must be in (0, 1) and --min-effect >= 0", file=sys.stderr)
@@ -922,8 +950,14 @@ def main(argv=None):
     if not records:
         print(f"report.py: no valid record in {args.history}", file=sys.stderr)
         return 2
+    try:
+        target_list = [] if args.targets == "none" else vgtargets.load_targets(args.targets)
+    except ValueError as exc:
+        print(f"report.py: {exc}", file=sys.stderr)
+        return 2
     runs = group_runs(records)
     latest = max(runs, key=lambda r: (r.last_key, r.first_key))
+    args.target_lines = vgtargets.evaluate(target_list, latest.bench)
     try:
         baseline = pick_baseline(runs, latest, args.baseline, args.baseline_record)
     except ValueError as exc:
@@ -936,6 +970,8 @@ def main(argv=None):
     base_text = f"{baseline.label} ({baseline.date})" if baseline else "none (first run)"
     print(f"latest {latest.label} ({latest.date}) vs baseline {base_text}: "
           f"{compared} benchmark rows tested, {few} with too few samples, {len(golden_res)} golden rows")
+    if args.target_lines:
+        print(vgtargets.summary(args.target_lines))
     if perf or gold:
         print(markdown_table(perf, gold))
         return 1

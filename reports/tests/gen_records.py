@@ -60,9 +60,9 @@ def make_bench(rng, nsamp, slow=0.0, families=("fp8", "awq", "nvfp4")):
                                       fam, 8 * tok, 1024, 4096, 8, tok, g, nsamp, 1.2e-4 * (1 + tok / 10)))
                 rows.append(bench_row(rng, f"wo_a/loop/{fam}/t{tok}/tune={tune}", "kernel", "loop",
                                       fam, 8 * tok, 1024, 4096, 8, tok, g * 4.6, nsamp, 1.1e-4))
-        rows.append(bench_row(rng, f"dense/{fam}/m16/n4096/k4096", "kernel", "dense", fam, 16, 4096, 4096,
-                              1, 16, floor * 2 / 0.85, nsamp, 9e-5))
-    rows.append(bench_row(rng, "wo_a/peer/cublas-bf16-bmm/t6", "peer", "grouped", "fp16", 48, 1024, 4096,
+        rows.append(bench_row(rng, f"n4096k4096/dense/{fam}/m16/tune=off", "kernel", "dense", fam, 16,
+                              4096, 4096, 1, 16, floor * 2 / 0.85, nsamp, 9e-5))
+    rows.append(bench_row(rng, "wo_a/peer-cublas-bmm-bf16/t6", "peer", "grouped", "fp16", 48, 1024, 4096,
                           8, 6, 18.6, nsamp))
     rows.append(bench_row(rng, "dispatch/reuse", "dispatch", "n/a", "fp8", 1, 1024, 4096, 1, 1, 0.35, nsamp))
     return {"tool": "bench", "backend": "cuda", "gpu": "NVIDIA H200 (synthetic)", "driver": "580.00",

@@ -1,0 +1,143 @@
+"""Speed targets: the goals the issues set for the kernels, checked against
+the bench rows of one run.
+
+A target is data (reports/targets.json), not code: which rows it covers (a
+backend, a regular expression over the row name, a token range), the value
+it reads from each row and the least value that meets it.  Values:
+
+  bandwidth_fraction   the row's weight bytes / median time / copy bandwidth
+  ceiling_fraction     the stream ceiling's time over the row's (CUDA only)
+  speedup              partner median / row median, where the partner is the
+                       row named by re.sub(over.pattern, over.repl, name):
+                       a cuBLAS peer, or the same layer on another path
+
+The name pattern's named groups that "by" lists split a target into lines
+(one per family, one per shape, ...); a line is "met" when every row it
+covers meets the value, "not met" when one does not, and "not measured"
+when the run has no row for it (a CPU-only run, a bench without peers).
+
+Targets are goals, not the regression gate: report.py shows them on the
+page and prints one summary line, and its exit status does not change.
+"""
+import json
+import os
+import re
+
+DEFAULT_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets.json")
+VALUES = ("bandwidth_fraction", "ceiling_fraction", "speedup")
+
+
+def _fail(path, msg):
+    raise ValueError(f"{path}: {msg}")
+
+
+def load_targets(path=DEFAULT_FILE):
+    """The list of targets in path, checked; ValueError names what is wrong."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as exc:
+        _fail(path, f"cannot read: {exc.strerror}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        _fail(path, f"not valid JSON: {exc}")
+    if not isinstance(doc, dict) or not isinstance(doc.get("targets"), list):
+        _fail(path, 'expected an object with a "targets" list')
+    out, ids = [], set()
+    for i, t in enumerate(doc["targets"]):
+        where = f"target {i + 1}"
+        if not isinstance(t, dict):
+            _fail(path, f"{where} is not an object")
+        for key, kind in (("id", str), ("source", str), ("text", str), ("backend", str), ("name", str),
+                          ("value", str)):
+            if not isinstance(t.get(key), kind) or not t[key]:
+                _fail(path, f'{where}: "{key}" must be a non-empty string')
+        where = f'target "{t["id"]}"'
+        if t["id"] in ids:
+            _fail(path, f"{where} is given twice")
+        ids.add(t["id"])
+        if isinstance(t.get("min"), bool) or not isinstance(t.get("min"), (int, float)) or t["min"] <= 0:
+            _fail(path, f'{where}: "min" must be a positive number')
+        if t["value"] not in VALUES:
+            _fail(path, f'{where}: "value" must be one of {", ".join(VALUES)}, not "{t["value"]}"')
+        try:
+            name_re = re.compile(t["name"])
+        except re.error as exc:
+            _fail(path, f'{where}: "name" is not a regular expression: {exc}')
+        tokens = t.get("tokens", [1, 1 << 30])
+        if (not isinstance(tokens, list) or len(tokens) != 2 or
+                not all(isinstance(v, int) and not isinstance(v, bool) for v in tokens) or tokens[0] > tokens[1]):
+            _fail(path, f'{where}: "tokens" must be [least, most] integers')
+        by = t.get("by", [])
+        if not isinstance(by, list) or any(b not in name_re.groupindex for b in by):
+            _fail(path, f'{where}: every "by" entry must be a named group of "name" '
+                        f'(has: {", ".join(name_re.groupindex) or "none"})')
+        over = None
+        if t["value"] == "speedup":
+            o = t.get("over")
+            if not isinstance(o, dict) or not all(isinstance(o.get(k), str) for k in ("pattern", "repl")):
+                _fail(path, f'{where}: a speedup needs "over": {{"pattern": ..., "repl": ...}}')
+            try:
+                over = (re.compile(o["pattern"]), o["repl"])
+            except re.error as exc:
+                _fail(path, f'{where}: "over.pattern" is not a regular expression: {exc}')
+        elif "over" in t:
+            _fail(path, f'{where}: "over" belongs to a speedup only')
+        out.append({"id": t["id"], "source": t["source"], "text": t["text"], "backend": t["backend"],
+                    "name_re": name_re, "tokens": tokens, "by": by, "value": t["value"],
+                    "min": float(t["min"]), "over": over})
+    return out
+
+
+def _row_value(target, name, row, rows):
+    """(value, partner name); value None when the row (or its partner) has none."""
+    if target["value"] != "speedup":
+        return row.get(target["value"]), None
+    pattern, repl = target["over"]
+    partner_name = pattern.sub(repl, name)
+    partner = rows.get(partner_name)
+    if partner_name == name or partner is None or not partner.get("median_us") or not row.get("median_us"):
+        return None, partner_name
+    return partner["median_us"] / row["median_us"], partner_name
+
+
+def evaluate(targets, bench):
+    """One line per (target, group): bench is {(backend, name): row} of one
+    run.  A line: id, source, text, group (a label), value, min, status
+    ("met", "not met", "not measured"), rows (how many), met (how many),
+    unmeasured (rows without a value), worst (the lowest value, or None),
+    worst_row (its name), worst_ceiling (that row's ceiling fraction)."""
+    lines = []
+    for t in targets:
+        by_backend = {name: row for (backend, name), row in bench.items() if backend == t["backend"]}
+        groups = {}
+        for name, row in by_backend.items():
+            m = t["name_re"].search(name)
+            if not m or row.get("kind") != "kernel" or not t["tokens"][0] <= row.get("tokens", 0) <= t["tokens"][1]:
+                continue
+            label = " ".join(f"{b}={m.group(b)}" for b in t["by"])
+            value, _ = _row_value(t, name, row, by_backend)
+            groups.setdefault(label, []).append((value, name, row))
+        if not groups:
+            groups = {"": []}
+        for label in sorted(groups):
+            got = [(v, n, r) for v, n, r in groups[label] if v is not None]
+            worst = min(got, key=lambda g: g[0]) if got else None
+            met = sum(1 for v, _, _ in got if v >= t["min"])
+            if not got:
+                status = "not measured"
+            elif met == len(got):
+                status = "met"
+            else:
+                status = "not met"
+            lines.append({"id": t["id"], "source": t["source"], "text": t["text"], "group": label,
+                          "value": t["value"], "min": t["min"], "status": status,
+                          "rows": len(groups[label]), "met": met, "unmeasured": len(groups[label]) - len(got),
+                          "worst": worst[0] if worst else None, "worst_row": worst[1] if worst else None,
+                          "worst_ceiling": worst[2].get("ceiling_fraction") if worst else None})
+    return lines
+
+
+def summary(lines):
+    """'targets: 3 met, 5 not met, 1 not measured' over the lines."""
+    counts = {s: sum(1 for ln in lines if ln["status"] == s) for s in ("met", "not met", "not measured")}
+    return "targets: " + ", ".join(f"{n} {s}" for s, n in counts.items())

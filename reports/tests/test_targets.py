@@ -1,0 +1,178 @@
+"""targets.py: reading reports/targets.json, and checking a run's bench rows
+against each target (bandwidth, speedup over a partner row, grouping)."""
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stderr, redirect_stdout
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
+import gen_records  # noqa: E402
+import record  # noqa: E402
+import report  # noqa: E402
+import targets  # noqa: E402
+
+
+def row(kind="kernel", tokens=1, median_us=10.0, bw=None, ceil=None):
+    return {"kind": kind, "tokens": tokens, "median_us": median_us, "bandwidth_fraction": bw,
+            "ceiling_fraction": ceil}
+
+
+def one_target(**over):
+    t = {"id": "t", "source": "issue 9", "text": "test target", "backend": "cuda",
+         "name": "^wo_a/grouped/(?P<family>fp8|awq)/t[0-9]+/tune=off$", "tokens": [1, 16],
+         "by": ["family"], "value": "bandwidth_fraction", "min": 0.75}
+    t.update(over)
+    return {"targets": [t]}
+
+
+class TargetCase(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="vg-targets-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def write(self, doc, name="targets.json"):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write(doc if isinstance(doc, str) else json.dumps(doc))
+        return path
+
+    def load(self, doc):
+        return targets.load_targets(self.write(doc))
+
+
+class Reading(TargetCase):
+    def test_the_committed_file_reads_and_names_both_issues(self):
+        ts = targets.load_targets()
+        self.assertEqual({t["source"] for t in ts}, {"issue 4", "issue 5"})
+        fam = [t for t in ts if t["id"] == "family-decode-bandwidth"][0]
+        self.assertEqual(fam["min"], 0.75)
+        # The names the bench writes (tools/cmd_bench.c) match, forced-plan rows do not.
+        self.assertTrue(fam["name_re"].search("wo_a/grouped/awq/t1/tune=off"))
+        self.assertTrue(fam["name_re"].search("n4096k4096/dense/nvfp4/m16/tune=on"))
+        self.assertFalse(fam["name_re"].search("wo_a/grouped/awq/t1/plan=cuda.grouped.decode.m8n16w4.u2"))
+        self.assertFalse(fam["name_re"].search("n4096k14336/dense/nvfp4/m1/tune=on"))
+
+    def test_bad_files_name_the_problem(self):
+        cases = [
+            ("{not json", "not valid JSON"),
+            ({"targets": {}}, '"targets" list'),
+            (one_target(min="0.8"), '"min" must be a positive number'),
+            (one_target(min=True), '"min" must be a positive number'),
+            (one_target(value="gflops"), '"value" must be one of'),
+            (one_target(name="^wo_a/(unclosed"), "not a regular expression"),
+            (one_target(by=["shape"]), 'named group of "name" (has: family)'),
+            (one_target(tokens=[16, 1]), '"tokens" must be [least, most]'),
+            (one_target(value="speedup"), 'a speedup needs "over"'),
+            (one_target(over={"pattern": "a", "repl": "b"}), '"over" belongs to a speedup only'),
+            (one_target(text=""), '"text" must be a non-empty string'),
+            ({"targets": one_target()["targets"] * 2}, 'target "t" is given twice'),
+        ]
+        for doc, msg in cases:
+            with self.subTest(msg=msg):
+                with self.assertRaises(ValueError) as cm:
+                    self.load(doc)
+                self.assertIn(msg, str(cm.exception))
+                self.assertIn("targets.json", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            targets.load_targets(os.path.join(self.dir, "absent.json"))
+        self.assertIn("cannot read", str(cm.exception))
+
+
+class Checking(TargetCase):
+    def test_one_line_per_group_and_its_worst_row(self):
+        ts = self.load(one_target())
+        bench = {
+            ("cuda", "wo_a/grouped/fp8/t1/tune=off"): row(bw=0.82, ceil=1.03),
+            ("cuda", "wo_a/grouped/fp8/t16/tune=off"): row(tokens=16, bw=0.66, ceil=0.83),
+            ("cuda", "wo_a/grouped/awq/t1/tune=off"): row(bw=0.76),
+            ("cuda", "wo_a/grouped/awq/t8/tune=off"): row(tokens=8, bw=0.75),   # the bound itself meets it
+            # Not covered: another backend, a peer, beyond the token range, a forced plan.
+            ("cpu", "wo_a/grouped/awq/t2/tune=off"): row(bw=0.01),
+            ("cuda", "wo_a/grouped/awq/t32/tune=off"): row(tokens=32, bw=0.01),
+            ("cuda", "wo_a/grouped/awq/t4/plan=p"): row(tokens=4, bw=0.01),
+        }
+        bench[("cuda", "wo_a/grouped/fp8/t4/tune=off")] = dict(row(tokens=4, bw=0.9), kind="peer")
+        lines = targets.evaluate(ts, bench)
+        self.assertEqual([ln["group"] for ln in lines], ["family=awq", "family=fp8"])
+        awq, fp8 = lines
+        self.assertEqual((awq["status"], awq["rows"], awq["met"], awq["worst"]), ("met", 2, 2, 0.75))
+        self.assertEqual((fp8["status"], fp8["rows"], fp8["met"]), ("not met", 2, 1))
+        self.assertEqual((fp8["worst"], fp8["worst_row"], fp8["worst_ceiling"]),
+                         (0.66, "wo_a/grouped/fp8/t16/tune=off", 0.83))
+        self.assertEqual(targets.summary(lines), "targets: 1 met, 1 not met, 0 not measured")
+
+    def test_a_run_without_the_rows_is_not_measured(self):
+        ts = self.load(one_target())
+        lines = targets.evaluate(ts, {("cpu", "wo_a/grouped/fp8/t1/tune=off"): row(bw=0.9)})
+        self.assertEqual([(ln["group"], ln["status"], ln["worst"]) for ln in lines], [("", "not measured", None)])
+        # A row whose value is null (no copy bandwidth in that run) is counted, not judged.
+        lines = targets.evaluate(ts, {("cuda", "wo_a/grouped/fp8/t1/tune=off"): row(bw=None)})
+        self.assertEqual((lines[0]["status"], lines[0]["unmeasured"]), ("not measured", 1))
+
+    def test_speedup_reads_the_partner_row(self):
+        ts = self.load(one_target(value="speedup", min=1.8,
+                                  over={"pattern": "^wo_a/grouped/[a-z0-9]+/t([0-9]+)/.*$",
+                                        "repl": "wo_a/peer-cublas-bmm-bf16/t\\1"}))
+        bench = {
+            ("cuda", "wo_a/grouped/fp8/t1/tune=off"): row(median_us=10.0),
+            ("cuda", "wo_a/peer-cublas-bmm-bf16/t1"): row(kind="peer", median_us=20.0),
+            ("cuda", "wo_a/grouped/fp8/t16/tune=off"): row(tokens=16, median_us=12.5),
+            ("cuda", "wo_a/peer-cublas-bmm-bf16/t16"): row(kind="peer", tokens=16, median_us=20.0),
+            ("cuda", "wo_a/grouped/awq/t2/tune=off"): row(tokens=2, median_us=10.0),   # no peer at t2
+        }
+        awq, fp8 = targets.evaluate(ts, bench)
+        self.assertEqual((fp8["status"], fp8["met"], fp8["worst"], fp8["worst_row"]),
+                         ("not met", 1, 1.6, "wo_a/grouped/fp8/t16/tune=off"))
+        self.assertEqual((awq["status"], awq["unmeasured"]), ("not measured", 1))
+
+
+class OnThePage(TargetCase):
+    def test_report_shows_the_targets_and_prints_the_summary(self):
+        hist, out = os.path.join(self.dir, "h"), os.path.join(self.dir, "out")
+        gen_records.make_history(hist, commits=1, nsamp=10, coverage=False)
+        so, se = io.StringIO(), io.StringIO()
+        with redirect_stdout(so), redirect_stderr(se):
+            rc = report.main(["--history", hist, "--out", out])
+        self.assertEqual(rc, 0, se.getvalue())
+        run = report.group_runs(record.load_records(hist)[0])[0]
+        lines = targets.evaluate(targets.load_targets(), run.bench)
+        self.assertIn(targets.summary(lines), so.getvalue())
+        # gen_records: grouped at 0.82 / (1 + tokens / 100) of copy with tune=on, the loop 4.6x slower.
+        by_key = {(ln["id"], ln["group"]): ln for ln in lines}
+        on = by_key[("grouped-fp8-bandwidth", "tune=on")]
+        self.assertEqual((on["status"], on["worst_row"]), ("not met", "wo_a/grouped/fp8/t16/tune=on"))
+        self.assertAlmostEqual(on["worst"], 0.82 / 1.16, delta=0.03)
+        for tune in ("on", "off"):
+            self.assertEqual(by_key[("grouped-fp8-over-loop", f"tune={tune}")]["status"], "met")
+        with open(os.path.join(out, "index.html")) as f:
+            page = f.read()
+        self.assertIn("Speed targets (latest run)", page)
+        self.assertIn("every family at decode sizes", page)
+
+    def test_a_bad_targets_file_is_exit_2_and_no_page(self):
+        hist, out = os.path.join(self.dir, "h"), os.path.join(self.dir, "out")
+        gen_records.make_history(hist, commits=1, nsamp=10, coverage=False)
+        bad = self.write("[1, 2")
+        so, se = io.StringIO(), io.StringIO()
+        with redirect_stdout(so), redirect_stderr(se):
+            rc = report.main(["--history", hist, "--out", out, "--targets", bad])
+        self.assertEqual(rc, 2)
+        self.assertIn("not valid JSON", se.getvalue())
+        self.assertFalse(os.path.exists(os.path.join(out, "index.html")))
+        with redirect_stdout(so), redirect_stderr(se):
+            rc = report.main(["--history", hist, "--out", out, "--targets", "none"])
+        self.assertEqual(rc, 0)
+        with open(os.path.join(out, "index.html")) as f:
+            self.assertIn("No targets file read", f.read())
+
+
+if __name__ == "__main__":
+    unittest.main()
