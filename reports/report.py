@@ -37,6 +37,7 @@ import argparse
 import html
 import os
 import re
+import shlex
 import sys
 import tempfile
 
@@ -250,6 +251,44 @@ def flagged(bench_results, golden_results):
     perf = [r for r in bench_results if r["verdict"] == "regressed"]
     gold = [g for g in golden_results if g["transition"] in ("PASS->FAIL", "new FAIL", "still FAIL")]
     return perf, gold
+
+
+def bisect_recipe(latest, baseline, perf, gold, min_effect):
+    """(commands, why): the shell commands that pin what regressed between
+    the baseline run and the latest to one commit with ci/bisect-step
+    (reports/BISECT.md), or, where bisecting cannot help, why not.  A golden
+    failure is bisected first (it is exact); else the benchmark row that
+    slowed down most, against the baseline record that holds it."""
+    if not (perf or gold) or baseline is None:
+        return [], None
+    if latest.commit == baseline.commit:
+        why = f"the baseline and the latest run are the same commit ({latest.short[:7]})"
+        if latest.dirty != baseline.dirty:
+            why += ", one of them from a tree with uncommitted changes: commit them and run again"
+        else:
+            why += ": no code changed in between; a benchmark that moved is the machine or noise, run it again"
+        return [], why
+    cmds = ["cp ci/bisect-step /tmp/bisect-step    # older commits have an older one, or none",
+            f"git bisect start {latest.commit[:12]} {baseline.commit[:12]}    # bad, good"]
+    if gold:
+        failed = {g["row"]["backend"] for g in gold}
+        backend = "cpu" if "cpu" in failed else sorted(failed)[0]      # the CPU is the cheaper step
+        cmds.append("git bisect run /tmp/bisect-step --golden --build build-bisect"
+                    + (f" --backend {backend}" if backend != "cpu" else ""))
+    else:
+        worst = max(perf, key=lambda r: r["effect"])
+        row = worst["row"]
+        holder = next(r["_file"] for r in baseline.records
+                      if any(b["backend"] == row["backend"] and b["name"] == row["name"] for b in r["bench"]))
+        cmds.append(f"git bisect run /tmp/bisect-step --baseline-record {shlex.quote(holder)} "
+                    f"--max-regression {min_effect * 100:g}% --perf {shlex.quote('name=' + row['name'])} "
+                    "--build build-bisect" + (f" --backend {row['backend']}" if row["backend"] != "cpu" else ""))
+    cmds.append("git bisect reset")
+    why = None
+    if latest.dirty:
+        why = (f"the latest run is of a tree with uncommitted changes on {latest.short[:7]}: "
+               "the change may not be in any commit yet")
+    return cmds, why
 
 
 def markdown_table(perf, gold, limit=20):
@@ -765,6 +804,13 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
         p.append(golden_case_table(golden_by_case(gold), limit=20))
     if not perf and not gold:
         p.append("<p>Nothing flagged.</p>")
+    else:
+        cmds, why = bisect_recipe(latest, baseline, perf, gold, args.min_effect)
+        if cmds:
+            p.append("<p>Pin it to a commit (reports/BISECT.md; the golden failure first, else the row "
+                     "that slowed down most):</p><pre>" + _e("\n".join(cmds)) + "</pre>")
+        if why:
+            p.append(f"<p class='warn'>{_e('Bisect: ' + why)}.</p>")
 
     # The issues' speed targets.
     p.append("<h2>Speed targets (latest run)</h2>")
@@ -987,6 +1033,11 @@ def main(argv=None):
         print(vgtargets.summary(args.target_lines))
     if perf or gold:
         print(markdown_table(perf, gold))
+        cmds, why = bisect_recipe(latest, baseline, perf, gold, args.min_effect)
+        if cmds:
+            print("\nTo pin it to a commit (reports/BISECT.md):\n" + "\n".join("    " + c for c in cmds))
+        if why:
+            print(f"\nBisect: {why}.")
         return 1
     print("no regression")
     return 0

@@ -182,6 +182,42 @@ class Verdict(ReportCase):
         self.assertIn("| c2 | cpu | PASS->FAIL | p0 |", out)
         self.assertNotIn("| c1 |", out)
 
+    def test_a_regression_comes_with_the_bisect_that_pins_it(self):
+        pa = self.put_record("a", 0, {"x": noisy(1, 10), "y": noisy(2, 10)})
+        self.put_record("b", 60, {"x": noisy(3, 10.5), "y": noisy(4, 11)})     # y slowed down most
+        rc, out, _ = run_report(["--history", self.hist, "--out", self.out, "--min-effect", "0.04"])
+        self.assertEqual(rc, 1)
+        self.assertIn("git bisect start " + "b" * 12 + " " + "a" * 12, out)
+        self.assertIn(f"git bisect run /tmp/bisect-step --baseline-record {pa} --max-regression 4% --perf name=y "
+                      "--build build-bisect\n", out)
+        with open(os.path.join(self.out, "index.html")) as f:
+            page = f.read()
+        self.assertIn("Pin it to a commit", page)
+        self.assertIn("--perf name=y", page)
+        # A golden failure is bisected first: it is exact.
+        self.put_record("c", 120, {"x": noisy(5, 10.5), "y": noisy(6, 12)}, golden={"c1": "FAIL"})
+        rc, out, _ = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 1)
+        self.assertIn("git bisect start " + "c" * 12 + " " + "b" * 12, out)
+        self.assertIn("git bisect run /tmp/bisect-step --golden --build build-bisect\n", out)
+        self.assertNotIn("--baseline-record", out)
+
+    def test_a_slowdown_without_a_code_change_is_not_bisected(self):
+        self.put_record("a", 0, {"x": noisy(1, 10)})
+        self.put_record("a", 60, {"x": noisy(2, 11)})
+        rc, out, _ = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 1)
+        self.assertNotIn("git bisect", out)
+        self.assertIn("Bisect: the baseline and the latest run are the same commit (aaaaaaa): no code changed", out)
+        self.put_record("b", 120, {"x": noisy(3, 12)})
+        rc, out, _ = run_report(["--history", self.hist, "--out", self.out])
+        self.assertIn("git bisect start", out)
+        # Nothing flagged: no bisect at all.
+        self.put_record("c", 180, {"x": noisy(4, 12)})
+        rc, out, _ = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 0, out)
+        self.assertNotIn("bisect", out.lower())
+
     def test_golden_new_failure_and_recovery(self):
         self.put_record("a", 0, {"x": noisy(1, 10)}, golden={"c1": "FAIL"})
         self.put_record("b", 60, {"x": noisy(2, 10)}, golden={"c1": "PASS", "c3": "FAIL"})
