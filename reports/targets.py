@@ -18,10 +18,19 @@ when the run has no row for it (a CPU-only run, a bench without peers).
 
 Targets are goals, not the regression gate: report.py shows them on the
 page and prints one summary line, and its exit status does not change.
+
+    targets.py [--targets FILE] BENCH.json...
+
+checks the rows of `voltgate bench --json` files without a history (a GPU
+call that benched and wants the verdicts in its summary): one line per
+target and group, then the summary.  Exit 0 (the targets are goals), 2 on
+a file that does not read.
 """
+import argparse
 import json
 import os
 import re
+import sys
 
 DEFAULT_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets.json")
 VALUES = ("bandwidth_fraction", "ceiling_fraction", "speedup")
@@ -141,3 +150,37 @@ def summary(lines):
     """'targets: 3 met, 5 not met, 1 not measured' over the lines."""
     counts = {s: sum(1 for ln in lines if ln["status"] == s) for s in ("met", "not met", "not measured")}
     return "targets: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+
+
+def format_line(ln):
+    spec = "{:.2f}x" if ln["value"] == "speedup" else "{:.3f}"
+    worst = "-" if ln["worst"] is None else spec.format(ln["worst"])
+    where = f" at {ln['worst_row']}" if ln["worst_row"] else ""
+    ceil = "" if ln["worst_ceiling"] is None else f" (ceil {ln['worst_ceiling']:.3f})"
+    return (f"{ln['status']:>12}  {ln['id']} {ln['group'] or ''}: {ln['met']}/{ln['rows'] - ln['unmeasured']} "
+            f"rows, worst {worst}{where}{ceil}, needs {spec.format(ln['min'])}")
+
+
+def main(argv=None):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import record as vgrecord
+    ap = argparse.ArgumentParser(description="check voltgate bench JSON files against the speed targets")
+    ap.add_argument("--targets", metavar="FILE", default=DEFAULT_FILE, help="default: reports/targets.json")
+    ap.add_argument("bench", nargs="+", metavar="BENCH.json", help="voltgate bench --json output")
+    args = ap.parse_args(argv)
+    try:
+        target_list = load_targets(args.targets)
+        rec = vgrecord.build_record(bench=[(p, vgrecord.read_json(p)) for p in args.bench],
+                                    warn=lambda m: sys.stderr.write(f"targets.py: {m}\n"))
+    except (ValueError, vgrecord.InputError) as exc:
+        print(f"targets.py: {exc}", file=sys.stderr)
+        return 2
+    lines = evaluate(target_list, {(r["backend"], r["name"]): r for r in rec["bench"]})
+    for ln in lines:
+        print(format_line(ln))
+    print(summary(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

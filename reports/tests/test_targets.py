@@ -134,6 +134,30 @@ class Checking(TargetCase):
         self.assertEqual((awq["status"], awq["unmeasured"]), ("not measured", 1))
 
 
+class FromBenchFiles(TargetCase):
+    def run_main(self, argv):
+        so, se = io.StringIO(), io.StringIO()
+        with redirect_stdout(so), redirect_stderr(se):
+            rc = targets.main(argv)
+        return rc, so.getvalue(), se.getvalue()
+
+    def test_bench_json_files_without_a_history(self):
+        bench = gen_records.make_bench(__import__("random").Random(3), 10)
+        for r in bench["rows"]:
+            r["bandwidth_fraction"] = None       # filled from the file's copy bandwidth, as record.py does
+        path = self.write(bench, "bench.json")
+        rc, out, err = self.run_main([path])
+        self.assertEqual(rc, 0, err)
+        lines = out.splitlines()
+        self.assertEqual(lines[-1], "targets: 3 met, 10 not met, 0 not measured")
+        on = [ln for ln in lines if "grouped-fp8-bandwidth tune=on:" in ln][0]
+        self.assertTrue(on.lstrip().startswith("not met"), on)
+        self.assertIn("at wo_a/grouped/fp8/t16/tune=on", on)
+        rc, _, err = self.run_main([self.write("{", "broken.json")])
+        self.assertEqual(rc, 2)
+        self.assertIn("broken.json: not valid JSON", err)
+
+
 class OnThePage(TargetCase):
     def test_report_shows_the_targets_and_prints_the_summary(self):
         hist, out = os.path.join(self.dir, "h"), os.path.join(self.dir, "out")
