@@ -253,42 +253,92 @@ def flagged(bench_results, golden_results):
     return perf, gold
 
 
-def bisect_recipe(latest, baseline, perf, gold, min_effect):
-    """(commands, why): the shell commands that pin what regressed between
+def _glob_literal(text):
+    """text as an fnmatch pattern that matches only itself (ci/bisect-step
+    matches --case and --perf name= with fnmatch)."""
+    return re.sub(r"([*?\[])", r"[\1]", text)
+
+
+def _bench_cmd_for(row):
+    """The bench command that measures row again: ci/regress's command for
+    a CUDA row (one family and one shape set per run), the dispatch bench
+    for a dispatch row, None where bisect-step's default (the CPU --quick
+    set, as ci/regress runs it) already does."""
+    if row["kind"] == "dispatch":
+        return "{build}/bin/voltgate bench --dispatch --json {json}"
+    if row["backend"] == "cpu":
+        return None
+    prefix = row["name"].split("/", 1)[0]
+    shape = "wo_a" if prefix == "wo_a" else ("prefill" if prefix.startswith("prefill") else "dense")
+    return f"{{build}}/bin/voltgate bench --backend {row['backend']} --family {row['family']} --shape {shape} " \
+           "--json {json}"
+
+
+def bisect_recipe(latest, baseline, perf, gold, min_effect, alpha=0.05):
+    """(commands, note): the shell commands that pin what regressed between
     the baseline run and the latest to one commit with ci/bisect-step
-    (reports/BISECT.md), or, where bisecting cannot help, why not.  A golden
-    failure is bisected first (it is exact); else the benchmark row that
-    slowed down most, against the baseline record that holds it."""
+    (reports/BISECT.md), and a note (or None) on what the reader should know
+    -- or no commands and the reason bisecting cannot help.
+
+    Golden cases that passed at the baseline and fail now go first: they are
+    exact, and only they are judged (--case), since a case that failed at
+    the good end too makes every step "bad".  Else the benchmark row that
+    slowed down most, against the baseline record that holds it, with a
+    threshold halfway to its slowdown (never under --min-effect), measured by
+    the same bench command ci/regress ran for it."""
     if not (perf or gold) or baseline is None:
         return [], None
+    short = latest.short[:7]
     if latest.commit == baseline.commit:
-        why = f"the baseline and the latest run are the same commit ({latest.short[:7]})"
-        if latest.dirty != baseline.dirty:
-            why += ", one of them from a tree with uncommitted changes: commit them and run again"
-        else:
-            why += ": no code changed in between; a benchmark that moved is the machine or noise, run it again"
-        return [], why
+        if latest.dirty or baseline.dirty:
+            return [], (f"the baseline and the latest run are both of {short}, at least one from a tree with "
+                        "uncommitted changes: what changed is in no commit, so there is nothing to bisect")
+        return [], (f"the baseline and the latest run are the same commit ({short}): no code changed in "
+                    "between; a benchmark that moved is the machine or noise, run it again")
+    if latest.dirty:
+        return [], (f"the latest run is of {short} with uncommitted changes: the change may be in no commit "
+                    "yet; commit it and run again before bisecting")
+    notes = []
+    if baseline.dirty:
+        notes.append(f"the baseline run was of {baseline.short[:7]} with uncommitted changes, so its figures "
+                     "are not quite that commit's")
     cmds = ["cp ci/bisect-step /tmp/bisect-step    # older commits have an older one, or none",
             f"git bisect start {latest.commit[:12]} {baseline.commit[:12]}    # bad, good"]
-    if gold:
-        failed = {g["row"]["backend"] for g in gold}
+    new_fail = [g for g in gold if g["transition"] in ("PASS->FAIL", "new FAIL")]
+    if len(new_fail) < len(gold):
+        notes.append(f"{len({(g['row']['backend'], g['row']['case']) for g in gold if g not in new_fail})} "
+                     "failing golden case(s) failed at the baseline too: bisecting them needs an earlier good run")
+    if new_fail:
+        failed = {g["row"]["backend"] for g in new_fail}
         backend = "cpu" if "cpu" in failed else sorted(failed)[0]      # the CPU is the cheaper step
-        cmds.append("git bisect run /tmp/bisect-step --golden --build build-bisect"
-                    + (f" --backend {backend}" if backend != "cpu" else ""))
-    else:
+        cases = sorted({g["row"]["case"] for g in new_fail if g["row"]["backend"] == backend})
+        cmds.append("git bisect run /tmp/bisect-step --golden "
+                    + " ".join(f"--case {shlex.quote(_glob_literal(c))}" for c in cases)
+                    + " --build build-bisect" + (f" --backend {backend}" if backend != "cpu" else ""))
+    elif perf:
         worst = max(perf, key=lambda r: r["effect"])
         row = worst["row"]
-        holder = next(r["_file"] for r in baseline.records
-                      if any(b["backend"] == row["backend"] and b["name"] == row["name"] for b in r["bench"]))
-        cmds.append(f"git bisect run /tmp/bisect-step --baseline-record {shlex.quote(holder)} "
-                    f"--max-regression {min_effect * 100:g}% --perf {shlex.quote('name=' + row['name'])} "
-                    "--build build-bisect" + (f" --backend {row['backend']}" if row["backend"] != "cpu" else ""))
+        if "," in row["name"]:
+            return [], f"the row {row['name']!r} has a comma in its name, which bisect-step's --perf cannot take"
+        holder = next((r["_file"] for r in baseline.records
+                       if any(b["backend"] == row["backend"] and b["name"] == row["name"] for b in r["bench"])),
+                      None)
+        if holder is None:
+            return [], f"no record of the baseline run holds the row {row['name']!r}"
+        limit = max(min_effect, worst["effect"] / 2)
+        bench_cmd = _bench_cmd_for(row)
+        cmds.append(f"git bisect run /tmp/bisect-step --baseline-record {shlex.quote(os.path.abspath(holder))} "
+                    f"--max-regression {limit * 100:.3g}% --perf {shlex.quote('name=' + _glob_literal(row['name']))} "
+                    "--build build-bisect"
+                    + (f" --alpha {alpha:g}" if alpha != 0.05 else "")
+                    + (f" --backend {row['backend']}" if row["backend"] != "cpu" else "")
+                    + (f" --bench-cmd {shlex.quote(bench_cmd)}" if bench_cmd else ""))
+        notes.append(f"the step is bad above half of {row['name']}'s slowdown of "
+                     f"{worst['effect'] * 100:+.1f}% ({limit * 100:.3g}%)")
+    else:
+        return [], notes[-1]
     cmds.append("git bisect reset")
-    why = None
-    if latest.dirty:
-        why = (f"the latest run is of a tree with uncommitted changes on {latest.short[:7]}: "
-               "the change may not be in any commit yet")
-    return cmds, why
+    return cmds, "; ".join(notes) or None
 
 
 def markdown_table(perf, gold, limit=20):
@@ -425,7 +475,7 @@ def plot_bandwidth(run, out_dir, written, target_list=()):
     bw_targets = {}
     for t in target_list:
         if t["value"] == "bandwidth_fraction":
-            bw_targets.setdefault(t["min"], set()).add(t["source"])
+            bw_targets.setdefault(t["min"], set()).add(t["id"])
     backends = sorted({b for b, _ in run.bench})
     for backend in backends:
         rows = [r for (b, _), r in run.bench.items() if b == backend and r["kind"] == "kernel"
@@ -447,8 +497,9 @@ def plot_bandwidth(run, out_dir, written, target_list=()):
             xs = [i + (j - (len(paths) - 1) / 2) * width for i in range(len(families))]
             ax.bar(xs, best, width * 0.9, color=f"C{j}", alpha=0.55, label=f"{path} (bar: best row)")
             ax.scatter(pts_x, pts_y, s=12, color=f"C{j}", edgecolor="black", linewidth=0.4, zorder=3)
-        # The bandwidth targets of targets.json (issue 4: 0.80, issue 5: 0.75); they are
-        # set for the GPU kernels, so the CPU plot says so.
+        # The bandwidth targets of targets.json, named by id (the id says which
+        # family: issue 4's 0.80 is fp8's); they are set for the GPU kernels, so
+        # the CPU plot says so.
         # The highest label sits above its line, the others below theirs, so that
         # two close targets do not print over each other.
         for level, sources in sorted(bw_targets.items(), reverse=True):
@@ -805,25 +856,30 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
     if not perf and not gold:
         p.append("<p>Nothing flagged.</p>")
     else:
-        cmds, why = bisect_recipe(latest, baseline, perf, gold, args.min_effect)
+        cmds, why = bisect_recipe(latest, baseline, perf, gold, args.min_effect, args.alpha)
         if cmds:
-            p.append("<p>Pin it to a commit (reports/BISECT.md; the golden failure first, else the row "
-                     "that slowed down most):</p><pre>" + _e("\n".join(cmds)) + "</pre>")
+            p.append("<p>Pin it to a commit (reports/BISECT.md; the golden cases that passed at the baseline "
+                     "first, else the row that slowed down most):</p><pre>" + _e("\n".join(cmds)) + "</pre>")
         if why:
             p.append(f"<p class='warn'>{_e('Bisect: ' + why)}.</p>")
 
     # The issues' speed targets.
     p.append("<h2>Speed targets (latest run)</h2>")
-    if args.target_lines:
+    if args.targets_error:
+        p.append(f"<p class='warn'>Targets not checked: {_e(args.targets_error)}</p>")
+    elif args.target_lines:
         p.append(f"<p>{_e(vgtargets.summary(args.target_lines))}. A target is a goal an issue set for the "
-                 "kernels (<code>reports/targets.json</code>); a line is met when every row it covers is. "
-                 "Targets do not decide the verdict above: regressions do.</p>")
+                 "kernels (<code>reports/targets.json</code>). A line is met when every row it covers has a "
+                 "value that meets it and the run has every row the nightly bench writes; partly measured "
+                 "when the rows it has meet it but some are missing or have no value. Targets do not decide "
+                 "the verdict above: regressions do.</p>")
         rows, cls = [], []
         for ln in args.target_lines:
             spec = "{:.2f}x" if ln["value"] == "speedup" else "{:.3f}"
+            gaps = ([f"{ln['unmeasured']} without a value"] if ln["unmeasured"] else []) + \
+                ([f"no row at tokens {','.join(map(str, ln['missing_tokens']))}"] if ln["missing_tokens"] else [])
             rows.append([ln["source"], ln["text"], ln["group"] or "-", ln["status"],
-                         f"{ln['met']}/{ln['rows'] - ln['unmeasured']}" + (f" ({ln['unmeasured']} without a value)"
-                                                                           if ln["unmeasured"] else ""),
+                         f"{ln['met']}/{ln['rows'] - ln['unmeasured']}" + (f" ({'; '.join(gaps)})" if gaps else ""),
                          _fmt(ln["worst"], spec), spec.format(ln["min"]), ln["worst_row"] or "-",
                          _fmt(ln["worst_ceiling"], "{:.3f}")])
             cls.append({"met": "good", "not met": "bad"}.get(ln["status"], "warn"))
@@ -831,7 +887,7 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
                  _table(["issue", "target", "line", "status", "rows met", "worst", "needs", "worst row",
                          "its ceil fraction"], rows, cls) + "</div>")
     else:
-        p.append("<p class='muted'>No targets file read.</p>")
+        p.append("<p class='muted'>No targets checked (--targets none).</p>")
 
     # Loop vs grouped.
     lvg = loop_vs_grouped(latest)
@@ -1008,11 +1064,13 @@ def main(argv=None):
     if not records:
         print(f"report.py: no valid record in {args.history}", file=sys.stderr)
         return 2
+    # A targets file that does not read costs the targets, never the verdict.
+    target_list, args.targets_error = [], None
     try:
         target_list = [] if args.targets == "none" else vgtargets.load_targets(args.targets)
     except ValueError as exc:
-        print(f"report.py: {exc}", file=sys.stderr)
-        return 2
+        args.targets_error = str(exc)
+        print(f"report.py: targets not checked: {exc}", file=sys.stderr)
     runs = group_runs(records)
     latest = max(runs, key=lambda r: (r.last_key, r.first_key))
     args.target_list = target_list
@@ -1031,9 +1089,11 @@ def main(argv=None):
           f"{compared} benchmark rows tested, {few} with too few samples, {len(golden_res)} golden rows")
     if args.target_lines:
         print(vgtargets.summary(args.target_lines))
+    elif args.targets_error:
+        print(f"targets: not checked ({args.targets_error})")
     if perf or gold:
         print(markdown_table(perf, gold))
-        cmds, why = bisect_recipe(latest, baseline, perf, gold, args.min_effect)
+        cmds, why = bisect_recipe(latest, baseline, perf, gold, args.min_effect, args.alpha)
         if cmds:
             print("\nTo pin it to a commit (reports/BISECT.md):\n" + "\n".join("    " + c for c in cmds))
         if why:

@@ -12,9 +12,20 @@ it reads from each row and the least value that meets it.  Values:
                        a cuBLAS peer, or the same layer on another path
 
 The name pattern's named groups that "by" lists split a target into lines
-(one per family, one per shape, ...); a line is "met" when every row it
-covers meets the value, "not met" when one does not, and "not measured"
-when the run has no row for it (a CPU-only run, a bench without peers).
+(one per family, one per shape, ...).  "expect" lists what a whole run has:
+the values of each "by" group (so that a family the run lacks gets its own
+line) and the token counts of each line.  A line is
+
+  met              every row has a value that meets it, and no expected
+                   row is missing
+  not met          some row's value is under it
+  partly measured  the rows that have a value meet it, but some rows have
+                   none, or some expected token counts are missing
+  not measured     no row has a value (a CPU-only run, a bench without
+                   peers, a family not benched)
+
+A value of zero or less is no measurement (the bench writes a bandwidth
+fraction of 0 when its copy probe failed).
 
 Targets are goals, not the regression gate: report.py shows them on the
 page and prints one summary line, and its exit status does not change.
@@ -80,6 +91,12 @@ def load_targets(path=DEFAULT_FILE):
         if not isinstance(by, list) or any(b not in name_re.groupindex for b in by):
             _fail(path, f'{where}: every "by" entry must be a named group of "name" '
                         f'(has: {", ".join(name_re.groupindex) or "none"})')
+        expect = t.get("expect", {})
+        if not isinstance(expect, dict) or any(
+                (k != "tokens" and k not in by) or not isinstance(v, list) or not v for k, v in expect.items()):
+            _fail(path, f'{where}: "expect" maps "tokens" or a "by" group to a non-empty list')
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in expect.get("tokens", [])):
+            _fail(path, f'{where}: "expect.tokens" must list integers')
         over = None
         if t["value"] == "speedup":
             o = t.get("over")
@@ -93,14 +110,15 @@ def load_targets(path=DEFAULT_FILE):
             _fail(path, f'{where}: "over" belongs to a speedup only')
         out.append({"id": t["id"], "source": t["source"], "text": t["text"], "backend": t["backend"],
                     "name_re": name_re, "tokens": tokens, "by": by, "value": t["value"],
-                    "min": float(t["min"]), "over": over})
+                    "min": float(t["min"]), "over": over, "expect": expect})
     return out
 
 
 def _row_value(target, name, row, rows):
     """(value, partner name); value None when the row (or its partner) has none."""
     if target["value"] != "speedup":
-        return row.get(target["value"]), None
+        value = row.get(target["value"])
+        return (value if value is not None and value > 0 else None), None
     pattern, repl = target["over"]
     partner_name = pattern.sub(repl, name)
     partner = rows.get(partner_name)
@@ -109,12 +127,17 @@ def _row_value(target, name, row, rows):
     return partner["median_us"] / row["median_us"], partner_name
 
 
+def _label(target, values):
+    return " ".join(f"{b}={v}" for b, v in zip(target["by"], values))
+
+
 def evaluate(targets, bench):
     """One line per (target, group): bench is {(backend, name): row} of one
     run.  A line: id, source, text, group (a label), value, min, status
-    ("met", "not met", "not measured"), rows (how many), met (how many),
-    unmeasured (rows without a value), worst (the lowest value, or None),
-    worst_row (its name), worst_ceiling (that row's ceiling fraction)."""
+    (module docstring), rows (how many), met (how many), unmeasured (rows
+    without a value), missing_tokens (expected token counts without a row),
+    worst (the lowest value, or None), worst_row (its name), worst_ceiling
+    (that row's ceiling fraction)."""
     lines = []
     for t in targets:
         by_backend = {name: row for (backend, name), row in bench.items() if backend == t["backend"]}
@@ -123,32 +146,42 @@ def evaluate(targets, bench):
             m = t["name_re"].search(name)
             if not m or row.get("kind") != "kernel" or not t["tokens"][0] <= row.get("tokens", 0) <= t["tokens"][1]:
                 continue
-            label = " ".join(f"{b}={m.group(b)}" for b in t["by"])
             value, _ = _row_value(t, name, row, by_backend)
-            groups.setdefault(label, []).append((value, name, row))
-        if not groups:
-            groups = {"": []}
-        for label in sorted(groups):
-            got = [(v, n, r) for v, n, r in groups[label] if v is not None]
+            groups.setdefault(tuple(m.group(b) for b in t["by"]), []).append((value, name, row))
+        # The lines a whole run has: every combination of the expected values
+        # (a "by" group without a list takes the values found).
+        axes = [t["expect"].get(b) or sorted({k[i] for k in groups}) for i, b in enumerate(t["by"])]
+        keys = [()]
+        for axis in axes:
+            keys = [k + (v,) for k in keys for v in axis]
+        for key in sorted(set(keys) | set(groups)) or [()]:
+            found = groups.get(key, [])
+            got = [(v, n, r) for v, n, r in found if v is not None]
             worst = min(got, key=lambda g: g[0]) if got else None
             met = sum(1 for v, _, _ in got if v >= t["min"])
+            seen = {r.get("tokens") for _, _, r in found}
+            missing = sorted(set(t["expect"].get("tokens", [])) - seen)
             if not got:
                 status = "not measured"
-            elif met == len(got):
-                status = "met"
-            else:
+            elif met < len(got):
                 status = "not met"
-            lines.append({"id": t["id"], "source": t["source"], "text": t["text"], "group": label,
+            elif len(got) < len(found) or missing:
+                status = "partly measured"
+            else:
+                status = "met"
+            lines.append({"id": t["id"], "source": t["source"], "text": t["text"], "group": _label(t, key),
                           "value": t["value"], "min": t["min"], "status": status,
-                          "rows": len(groups[label]), "met": met, "unmeasured": len(groups[label]) - len(got),
+                          "rows": len(found), "met": met, "unmeasured": len(found) - len(got),
+                          "missing_tokens": missing,
                           "worst": worst[0] if worst else None, "worst_row": worst[1] if worst else None,
                           "worst_ceiling": worst[2].get("ceiling_fraction") if worst else None})
     return lines
 
 
 def summary(lines):
-    """'targets: 3 met, 5 not met, 1 not measured' over the lines."""
-    counts = {s: sum(1 for ln in lines if ln["status"] == s) for s in ("met", "not met", "not measured")}
+    """'targets: 3 met, 5 not met, 0 partly measured, 1 not measured'."""
+    counts = {s: sum(1 for ln in lines if ln["status"] == s)
+              for s in ("met", "not met", "partly measured", "not measured")}
     return "targets: " + ", ".join(f"{n} {s}" for s, n in counts.items())
 
 
@@ -157,8 +190,10 @@ def format_line(ln):
     worst = "-" if ln["worst"] is None else spec.format(ln["worst"])
     where = f" at {ln['worst_row']}" if ln["worst_row"] else ""
     ceil = "" if ln["worst_ceiling"] is None else f" (ceil {ln['worst_ceiling']:.3f})"
-    return (f"{ln['status']:>12}  {ln['id']} {ln['group'] or ''}: {ln['met']}/{ln['rows'] - ln['unmeasured']} "
-            f"rows, worst {worst}{where}{ceil}, needs {spec.format(ln['min'])}")
+    short = "".join(f", {ln['unmeasured']} without a value" if ln["unmeasured"] else "") + \
+        (f", no row at tokens {','.join(map(str, ln['missing_tokens']))}" if ln["missing_tokens"] else "")
+    return (f"{ln['status']:>15}  {ln['id']} {ln['group'] or ''}: {ln['met']}/{ln['rows'] - ln['unmeasured']} "
+            f"rows{short}, worst {worst}{where}{ceil}, needs {spec.format(ln['min'])}")
 
 
 def main(argv=None):

@@ -11,7 +11,8 @@
 #   c5 SLOW (10 -> 13 us)   c6 comment   c7 WRONG result   c8 comment
 #
 # and checks that bisect names c5 for --perf --max-us, c5 for
-# --baseline-record --max-regression, c7 for --golden, and that the exit
+# --baseline-record --max-regression, c7 for --golden (also with --case
+# past a case that fails at every commit), and that the exit
 # codes for an unbuildable commit, a crash, no matching row and a bad call
 # are 125, 125, 125 and 128.  Exit 0 pass, anything else fail.
 set -u
@@ -51,6 +52,13 @@ cat > golden.sh <<'EOF'
 v=FAIL; [ "$RESULT" = 42 ] && v=PASS
 printf '{"tool":"golden-verify","rows":[{"case":"fp8_small","file":"x.h5","family":"fp8","path":"dense","m":1,"n":256,"k":384,"groups":1,"tokens":1,"backend":"cpu","plan":"p0","rel_rms":1e-4,"max_abs":1e-3,"tol_rel_rms":1e-3,"tol_max_abs":0.05,"verdict":"%s"}]}\n' "$v" > "$2"
 [ "$v" = PASS ]
+EOF
+cat > golden2.sh <<'EOF'
+#!/bin/sh
+# golden2.sh BUILD JSON: golden.sh's row plus a case that fails at every commit.
+sh golden.sh "$1" "$2"
+sed -i 's/}]}$/},{"case":"old_broken","file":"y.h5","family":"awq","path":"dense","m":1,"n":256,"k":384,"groups":1,"tokens":1,"backend":"cpu","plan":"p0","rel_rms":1.0,"max_abs":1.0,"tol_rel_rms":1e-3,"tol_max_abs":0.05,"verdict":"FAIL"}]}/' "$2"
+exit 1
 EOF
 
 commit() { git add -A && git commit -q -m "$1" && git rev-parse HEAD; }
@@ -96,6 +104,10 @@ got=$(bisect "$c1" "$c8" --baseline-record "$record" --max-regression 5% "${hook
 got=$(bisect "$c1" "$c8" --golden "${hooks[@]}")
 [ "$got" = "$c7" ] || { fail "--golden named ${got:0:10}, want c7 ${c7:0:10}"; tail -30 "$tmp/bisect.log"; }
 
+# 3b. --golden --case: a case that fails at the good end too is left out.
+got=$(bisect "$c1" "$c8" --golden --case 'fp8_*' "${hooks[@]}" --golden-cmd 'sh golden2.sh {build} {json}')
+[ "$got" = "$c7" ] || { fail "--golden --case named ${got:0:10}, want c7 ${c7:0:10}"; tail -30 "$tmp/bisect.log"; }
+
 # 4. Exit codes of single steps.
 expect() {   # expect CODE COMMIT ARGS...
     local want=$1 at=$2
@@ -111,6 +123,10 @@ expect 125 "$c4" --golden "${hooks[@]}" --golden-cmd 'kill -SEGV $$'            
 expect 125 "$c4" --golden "${hooks[@]}" --golden-cmd 'exit 77'                   # the tool skips
 expect 0 "$c4" --golden "${hooks[@]}"
 expect 1 "$c7" --golden "${hooks[@]}"
+expect 1 "$c4" --golden "${hooks[@]}" --golden-cmd 'sh golden2.sh {build} {json}'          # old_broken
+expect 0 "$c4" --golden --case fp8_small "${hooks[@]}" --golden-cmd 'sh golden2.sh {build} {json}'
+expect 125 "$c4" --golden --case nothing "${hooks[@]}"                           # no such case
+expect 128 "$c4" --case fp8_small --perf 'tokens=6' --max-us 5 "${hooks[@]}"     # --case without --golden
 expect 0 "$c4" --baseline-record "$record" --max-regression 5% "${hooks[@]}"
 expect 1 "$c5" --baseline-record "$record" --max-regression 5% "${hooks[@]}"
 expect 0 "$c5" --baseline-record "$record" --max-regression 40% "${hooks[@]}"

@@ -5,6 +5,7 @@ import io
 import json
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -184,23 +185,35 @@ class Verdict(ReportCase):
 
     def test_a_regression_comes_with_the_bisect_that_pins_it(self):
         pa = self.put_record("a", 0, {"x": noisy(1, 10), "y": noisy(2, 10)})
-        self.put_record("b", 60, {"x": noisy(3, 10.5), "y": noisy(4, 11)})     # y slowed down most
+        self.put_record("b", 60, {"x": noisy(3, 10.5), "y": noisy(4, 12)})     # y slowed down most, ~20 %
         rc, out, _ = run_report(["--history", self.hist, "--out", self.out, "--min-effect", "0.04"])
         self.assertEqual(rc, 1)
         self.assertIn("git bisect start " + "b" * 12 + " " + "a" * 12, out)
-        self.assertIn(f"git bisect run /tmp/bisect-step --baseline-record {pa} --max-regression 4% --perf name=y "
-                      "--build build-bisect\n", out)
+        # The step is bad above half the slowdown (about 10 %), not at the 4 % that flags a row.
+        m = re.search(r"git bisect run /tmp/bisect-step --baseline-record (\S+) --max-regression ([\d.]+)% "
+                      r"--perf name=y --build build-bisect\n", out)
+        self.assertIsNotNone(m, out)
+        self.assertEqual(m.group(1), os.path.abspath(pa))
+        self.assertAlmostEqual(float(m.group(2)), 10.0, delta=1.5)
         with open(os.path.join(self.out, "index.html")) as f:
             page = f.read()
         self.assertIn("Pin it to a commit", page)
         self.assertIn("--perf name=y", page)
-        # A golden failure is bisected first: it is exact.
-        self.put_record("c", 120, {"x": noisy(5, 10.5), "y": noisy(6, 12)}, golden={"c1": "FAIL"})
+        # A golden case that passed at the baseline goes first, and only it is judged.
+        self.put_record("c", 120, {"x": noisy(5, 10.5), "y": noisy(6, 12)}, golden={"c1": "FAIL", "c[2]": "FAIL"})
         rc, out, _ = run_report(["--history", self.hist, "--out", self.out])
         self.assertEqual(rc, 1)
         self.assertIn("git bisect start " + "c" * 12 + " " + "b" * 12, out)
-        self.assertIn("git bisect run /tmp/bisect-step --golden --build build-bisect\n", out)
+        self.assertIn("git bisect run /tmp/bisect-step --golden --case c1 --case 'c[[]2]' --build build-bisect\n",
+                      out)
         self.assertNotIn("--baseline-record", out)
+        # Still failing at d: those cases cannot be bisected from c; the slowdown of y can.
+        self.put_record("d", 180, {"x": noisy(7, 10.5), "y": noisy(8, 14)}, golden={"c1": "FAIL", "c[2]": "FAIL"})
+        rc, out, _ = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 1)
+        self.assertIn("--perf name=y", out)
+        self.assertNotIn("--golden", out)
+        self.assertIn("2 failing golden case(s) failed at the baseline too", out)
 
     def test_a_slowdown_without_a_code_change_is_not_bisected(self):
         self.put_record("a", 0, {"x": noisy(1, 10)})
@@ -217,6 +230,35 @@ class Verdict(ReportCase):
         rc, out, _ = run_report(["--history", self.hist, "--out", self.out])
         self.assertEqual(rc, 0, out)
         self.assertNotIn("bisect", out.lower())
+
+    def test_uncommitted_changes_are_not_bisected(self):
+        def dirty(path):
+            with open(path) as f:
+                rec = json.load(f)
+            rec["dirty"] = True
+            with open(path, "w") as f:
+                json.dump(rec, f)
+        dirty(self.put_record("a", 0, {"x": noisy(1, 10)}))
+        dirty(self.put_record("a", 60, {"x": noisy(2, 11)}))
+        rc, out, _ = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 1)
+        self.assertNotIn("git bisect", out)
+        self.assertIn("uncommitted changes: what changed is in no commit", out)
+        dirty(self.put_record("b", 120, {"x": noisy(3, 12)}))
+        rc, out, _ = run_report(["--history", self.hist, "--out", self.out])
+        self.assertNotIn("git bisect", out)
+        self.assertIn("the latest run is of bbbbbbb with uncommitted changes", out)
+
+    def test_the_bisect_step_measures_the_row_as_regress_did(self):
+        row = {"kind": "kernel", "backend": "cuda", "family": "awq", "name": "n4096k4096/dense/awq/m1/tune=off"}
+        self.assertEqual(report._bench_cmd_for(row), "{build}/bin/voltgate bench --backend cuda --family awq "
+                                                     "--shape dense --json {json}")
+        row.update(name="wo_a/grouped/nvfp4/t6/tune=on", family="nvfp4")
+        self.assertIn("--family nvfp4 --shape wo_a ", report._bench_cmd_for(row))
+        row.update(name="prefill4096/dense/fp8/m4096/tune=on", family="fp8")
+        self.assertIn("--shape prefill ", report._bench_cmd_for(row))
+        self.assertIsNone(report._bench_cmd_for(dict(row, backend="cpu")))
+        self.assertIn("--dispatch", report._bench_cmd_for(dict(row, kind="dispatch")))
 
     def test_golden_new_failure_and_recovery(self):
         self.put_record("a", 0, {"x": noisy(1, 10)}, golden={"c1": "FAIL"})
