@@ -5,8 +5,9 @@
  * file or the complete new one, never a mix, never a torn file.
  *
  * The kill tests: a child process loops rewriting the target with the new
- * content; the parent SIGKILLs it after a random delay (up to a few write
- * durations), repeated KILL_ROUNDS times.  Afterwards the target must equal,
+ * content; the parent SIGKILLs it after a random delay within the first
+ * write (even rounds) or within the write after the first has returned
+ * (odd rounds), repeated KILL_ROUNDS times.  Afterwards the target must equal,
  * byte for byte, the old or the new file (both written once beforehand to
  * other names by the same writer: both writers are deterministic), and must
  * parse.  The rounds must see both outcomes, or the test proves nothing.
@@ -20,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,24 +192,38 @@ static void kill_loop(const char *dir, const char *target, write_fn fn, void *us
     for (int round = 0; round < KILL_ROUNDS; round++) {
         write_all(target, old_bytes, old_len);
         fflush(NULL);
+        /* The child says on a pipe when each write has returned: the odd
+         * rounds wait for the first one instead of guessing from the probe's
+         * timing (a loaded machine made the child slower than the probe, so
+         * a timed wait could kill every child before its first rename). */
+        int done[2];
+        assert_int_equal(pipe(done), 0);
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
             child_default_signals();
+            close(done[0]);
             for (;;)
-                fn(target, user);
+                if (fn(target, user) == VG_OK && write(done[1], "w", 1) != 1)
+                    _exit(1);
         }
-        /* Even rounds: anywhere in the first write (before the rename: the
-         * old file must survive).  Odd rounds: in the third write or so,
-         * after at least one rename (a rewrite must keep a whole new file). */
-        useconds_t delay = (useconds_t)(rand_r(&seed) % (per_write + 1));
-        if (round & 1)
-            delay += (useconds_t)(2 * per_write);
-        usleep(delay);
+        close(done[1]);
+        /* Even rounds: anywhere in the first write, most often before its
+         * rename (the old file must survive).  Odd rounds: anywhere in the
+         * second write, after the first rename (a rewrite must keep a whole
+         * new file). */
+        if (round & 1) {
+            struct pollfd pf = {.fd = done[0], .events = POLLIN};
+            char w;
+            assert_int_equal(poll(&pf, 1, 30000), 1); /* 30 s: the writer is stuck */
+            assert_int_equal(read(done[0], &w, 1), 1);
+        }
+        usleep((useconds_t)(rand_r(&seed) % (per_write + 1)));
         kill(pid, SIGKILL);
         int status;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
+        close(done[0]);
         size_t len = 0;
         char *now = read_all(target, &len);
         if (!now) {
