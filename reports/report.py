@@ -274,6 +274,10 @@ def _bench_cmd_for(row):
            "--json {json}"
 
 
+# A CPU step needs no CUDA build (nvcc on gemm.cu is minutes a step).
+CPU_BUILD_CMD = 'make -j"$(nproc)" CUDA=0 BUILD={build} all'
+
+
 def bisect_recipe(latest, baseline, perf, gold, min_effect, alpha=0.05):
     """(commands, note): the shell commands that pin what regressed between
     the baseline run and the latest to one commit with ci/bisect-step
@@ -314,7 +318,8 @@ def bisect_recipe(latest, baseline, perf, gold, min_effect, alpha=0.05):
         cases = sorted({g["row"]["case"] for g in new_fail if g["row"]["backend"] == backend})
         cmds.append("git bisect run /tmp/bisect-step --golden "
                     + " ".join(f"--case {shlex.quote(_glob_literal(c))}" for c in cases)
-                    + " --build build-bisect" + (f" --backend {backend}" if backend != "cpu" else ""))
+                    + " --build build-bisect"
+                    + (f" --backend {backend}" if backend != "cpu" else f" --build-cmd {shlex.quote(CPU_BUILD_CMD)}"))
     elif perf:
         worst = max(perf, key=lambda r: r["effect"])
         row = worst["row"]
@@ -331,7 +336,8 @@ def bisect_recipe(latest, baseline, perf, gold, min_effect, alpha=0.05):
                     f"--max-regression {limit * 100:.3g}% --perf {shlex.quote('name=' + _glob_literal(row['name']))} "
                     "--build build-bisect"
                     + (f" --alpha {alpha:g}" if alpha != 0.05 else "")
-                    + (f" --backend {row['backend']}" if row["backend"] != "cpu" else "")
+                    + (f" --backend {row['backend']}" if row["backend"] != "cpu"
+                       else f" --build-cmd {shlex.quote(CPU_BUILD_CMD)}")
                     + (f" --bench-cmd {shlex.quote(bench_cmd)}" if bench_cmd else ""))
         notes.append(f"the step is bad above half of {row['name']}'s slowdown of "
                      f"{worst['effect'] * 100:+.1f}% ({limit * 100:.3g}%)")

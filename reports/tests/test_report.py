@@ -191,7 +191,8 @@ class Verdict(ReportCase):
         self.assertIn("git bisect start " + "b" * 12 + " " + "a" * 12, out)
         # The step is bad above half the slowdown (about 10 %), not at the 4 % that flags a row.
         m = re.search(r"git bisect run /tmp/bisect-step --baseline-record (\S+) --max-regression ([\d.]+)% "
-                      r"--perf name=y --build build-bisect\n", out)
+                      r"--perf name=y --build build-bisect --build-cmd 'make -j\"\$\(nproc\)\" CUDA=0 BUILD=\{build\} all'\n",
+                      out)
         self.assertIsNotNone(m, out)
         self.assertEqual(m.group(1), os.path.abspath(pa))
         self.assertAlmostEqual(float(m.group(2)), 10.0, delta=1.5)
@@ -204,8 +205,8 @@ class Verdict(ReportCase):
         rc, out, _ = run_report(["--history", self.hist, "--out", self.out])
         self.assertEqual(rc, 1)
         self.assertIn("git bisect start " + "c" * 12 + " " + "b" * 12, out)
-        self.assertIn("git bisect run /tmp/bisect-step --golden --case c1 --case 'c[[]2]' --build build-bisect\n",
-                      out)
+        self.assertIn("git bisect run /tmp/bisect-step --golden --case c1 --case 'c[[]2]' --build build-bisect "
+                      "--build-cmd 'make -j\"$(nproc)\" CUDA=0 BUILD={build} all'\n", out)
         self.assertNotIn("--baseline-record", out)
         # Still failing at d: those cases cannot be bisected from c; the slowdown of y can.
         self.put_record("d", 180, {"x": noisy(7, 10.5), "y": noisy(8, 14)}, golden={"c1": "FAIL", "c[2]": "FAIL"})
