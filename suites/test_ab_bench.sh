@@ -1,0 +1,64 @@
+#!/bin/bash
+# test_ab_bench.sh: ci/ab-bench builds and benches variants and marks the one
+# that differs.  Its build and bench are hooks here (--build-cmd,
+# --bench-cmd): the bench is a fake that writes the bench JSON format with 15
+# samples around the time in ab-delay.txt (10 us when absent), so the test
+# needs no compiler and no GPU.  Variants: the working tree (reference), a
+# patch that makes it 13 us, one that writes 10 again (the same time).
+# Checks the ratios, the marks, the alternating order, and the exit codes
+# of a patch that does not apply (2), a build that fails (1) and a bench that
+# writes nothing (1).  Exit 0 pass, anything else fail.
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+ab="$here/ci/ab-bench"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vg-ab-test.XXXXXX")
+trap '[ -n "${VG_KEEP_TMP:-}" ] || rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+cat > "$tmp/bench.sh" <<'SH'
+#!/bin/sh
+# bench.sh JSON ORDERLOG: one kernel row, 15 samples around ab-delay.txt's us.
+d=10; [ -f ab-delay.txt ] && d=$(cat ab-delay.txt)
+echo "$(basename "$PWD")" >> "$2"
+awk -v d="$d" 'BEGIN { s = ""; for (j = 0; j < 15; j++) s = s (j ? "," : "") sprintf("%.4f", d * (1 + ((j * 7) % 15) / 1000.0));
+  printf "{\"tool\":\"bench\",\"backend\":\"cpu\",\"rows\":[{\"name\":\"wo_a/grouped/fp8/t6/tune=off\",\"kind\":\"kernel\",\"samples_us\":[%s]},{\"name\":\"copy/memcpy/64MiB\",\"kind\":\"copy\",\"samples_us\":[1,2,3]}]}\n", s }' > "$1"
+SH
+patch_with() {   # patch_with FILE CONTENT: a patch that creates ab-delay.txt
+    printf 'diff --git a/ab-delay.txt b/ab-delay.txt\nnew file mode 100644\n--- /dev/null\n+++ b/ab-delay.txt\n@@ -0,0 +1 @@\n+%s\n' "$2" > "$1"
+}
+patch_with "$tmp/slow.patch" 13
+patch_with "$tmp/same.patch" 10
+hooks=(--backend cpu --work "$tmp/work" --build-cmd true --bench-cmd "sh $tmp/bench.sh {json} $tmp/order.log")
+
+out=$("$ab" "${hooks[@]}" ref=. slow="$tmp/slow.patch" same="$tmp/same.patch" 2>"$tmp/err")
+rc=$?
+[ "$rc" = 0 ] || { fail "ab-bench exit $rc"; cat "$tmp/err"; }
+row=$(printf '%s\n' "$out" | grep '^| wo_a/grouped/fp8/t6/tune=off |')
+case "$row" in
+*"| 10.07 | 13.09 (1.300*) | 10.07 (1.000) |"*) ;;
+*) fail "row: '$row'"; printf '%s\n' "$out" ;;
+esac
+printf '%s\n' "$out" | grep -q 'copy/memcpy' && fail "a copy row is in the table"
+printf '%s\n' "$out" | grep -q 'geometric mean of the ratios: slow/ref 1.300, same/ref 1.000' \
+    || fail "no geometric means: $out"
+# Round 1 in order, round 2 reversed (the folders: the tree itself, then the copies).
+order=$(tr '\n' ' ' < "$tmp/order.log")
+want="$(basename "$here") slow same same slow $(basename "$here") "
+[ "$order" = "$want" ] || fail "order '$order', want '$want'"
+[ -s "$tmp/work/ab.json" ] || fail "no ab.json"
+
+printf 'not a patch\n' > "$tmp/bad.patch"
+"$ab" "${hooks[@]}" . "$tmp/bad.patch" >/dev/null 2>"$tmp/err"; rc=$?
+[ "$rc" = 2 ] && grep -q "does not apply" "$tmp/err" || { fail "bad patch: exit $rc"; cat "$tmp/err"; }
+"$ab" "${hooks[@]}" . "$tmp/slow.patch" --build-cmd 'test ! -f ab-delay.txt' >/dev/null 2>"$tmp/err"; rc=$?
+[ "$rc" = 1 ] && grep -q "build of B failed" "$tmp/err" || { fail "failed build: exit $rc"; cat "$tmp/err"; }
+"$ab" "${hooks[@]}" . "$tmp/slow.patch" --bench-cmd 'true' >/dev/null 2>"$tmp/err"; rc=$?
+[ "$rc" = 1 ] && grep -q "wrote no usable JSON" "$tmp/err" || { fail "no JSON: exit $rc"; cat "$tmp/err"; }
+
+if [ "$fails" -ne 0 ]; then
+    echo "test_ab_bench: $fails check(s) failed"
+    exit 1
+fi
+echo "test_ab_bench: the slower variant marked (1.300*), the same one not (1.000), order alternates, exits 2/1/1 right"
+exit 0
