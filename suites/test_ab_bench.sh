@@ -5,9 +5,11 @@
 # samples around the time in ab-delay.txt (10 us when absent), so the test
 # needs no compiler and no GPU.  Variants: the working tree (reference), a
 # patch that makes it 13 us, one that writes 10 again (the same time).
-# Checks the ratios, the marks, the alternating order, and the exit codes
-# of a patch that does not apply (2), a build that fails (1) and a bench that
-# writes nothing (1).  Exit 0 pass, anything else fail.
+# Checks the ratios, the marks (and their rule, on compare() itself), the
+# alternating order, the tree against itself, and the exit codes of a patch
+# that does not apply (2), a work folder inside the tree (2), a build that
+# fails (1) and a bench that writes nothing (1, never an earlier run's
+# file).  Exit 0 pass, anything else fail.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 ab="$here/ci/ab-bench"
@@ -42,18 +44,44 @@ esac
 printf '%s\n' "$out" | grep -q 'copy/memcpy' && fail "a copy row is in the table"
 printf '%s\n' "$out" | grep -q 'geometric mean of the ratios: slow/ref 1.300, same/ref 1.000' \
     || fail "no geometric means: $out"
-# Round 1 in order, round 2 reversed (the folders: the tree itself, then the copies).
+# Round 1 in order, round 2 reversed (each variant, the tree too, in its copy v-NAME).
 order=$(tr '\n' ' ' < "$tmp/order.log")
-want="$(basename "$here") slow same same slow $(basename "$here") "
+want="v-ref v-slow v-same v-same v-slow v-ref "
 [ "$order" = "$want" ] || fail "order '$order', want '$want'"
 [ -s "$tmp/work/ab.json" ] || fail "no ab.json"
+
+# The tree against itself (the noise check), default names; a stale result is never reused.
+out=$("$ab" "${hooks[@]}" . . 2>"$tmp/err") || fail "A/A: exit $?"
+printf '%s\n' "$out" | grep -q '| 10.07 | 10.07 (1.000) |' || fail "A/A: $out"
+"$ab" "${hooks[@]}" . . --bench-cmd 'true {json}' >/dev/null 2>"$tmp/err"; rc=$?
+[ "$rc" = 1 ] && grep -q "wrote no usable JSON" "$tmp/err" || { fail "stale JSON reused: exit $rc"; cat "$tmp/err"; }
+# A work folder inside the tree would copy itself or delete sources.
+"$ab" "${hooks[@]}" . . --work "$here/abw" >/dev/null 2>"$tmp/err"; rc=$?
+[ "$rc" = 2 ] && grep -q "inside the tree" "$tmp/err" && [ ! -e "$here/abw" ] || { fail "work in tree: exit $rc"; cat "$tmp/err"; }
+
+# The mark needs every round on one side and the U test agreeing: one fast round
+# among slow ones (9.8 / 13 / 13 against 10) is not "faster".
+python3 - "$ab" <<'PY' || fail "the mark's rule"
+import importlib.machinery, importlib.util, sys
+loader = importlib.machinery.SourceFileLoader("ab", sys.argv[1])
+spec = importlib.util.spec_from_loader("ab", loader)
+ab = importlib.util.module_from_spec(spec); loader.exec_module(ab)
+def rows(c): return [{"name": "r", "kind": "kernel", "samples_us": [c * (1 + j / 1000) for j in range(15)]}]
+rounds = [{"A": rows(10), "B": rows(v)} for v in (9.8, 13, 13)]
+b = ab.compare([("A", "."), ("B", "x")], rounds, 0.01, 0.05)[0]["cells"]["B"]
+assert not b["differs"], b
+rounds = [{"A": rows(10), "B": rows(v)} for v in (12, 13, 13)]
+b = ab.compare([("A", "."), ("B", "x")], rounds, 0.01, 0.05)[0]["cells"]["B"]
+assert b["differs"] and abs(b["ratio"] - (1.2 * 1.3 * 1.3) ** (1 / 3)) < 1e-9, b
+assert ab.name_variants(["HEAD^{/tune=off}", "x=HEAD", "."]) == [("A", "HEAD^{/tune=off}"), ("x", "HEAD"), ("B", ".")]
+PY
 
 printf 'not a patch\n' > "$tmp/bad.patch"
 "$ab" "${hooks[@]}" . "$tmp/bad.patch" >/dev/null 2>"$tmp/err"; rc=$?
 [ "$rc" = 2 ] && grep -q "does not apply" "$tmp/err" || { fail "bad patch: exit $rc"; cat "$tmp/err"; }
 "$ab" "${hooks[@]}" . "$tmp/slow.patch" --build-cmd 'test ! -f ab-delay.txt' >/dev/null 2>"$tmp/err"; rc=$?
-[ "$rc" = 1 ] && grep -q "build of B failed" "$tmp/err" || { fail "failed build: exit $rc"; cat "$tmp/err"; }
-"$ab" "${hooks[@]}" . "$tmp/slow.patch" --bench-cmd 'true' >/dev/null 2>"$tmp/err"; rc=$?
+[ "$rc" = 1 ] && grep -q "the build of B failed (exit 1)" "$tmp/err" || { fail "failed build: exit $rc"; cat "$tmp/err"; }
+"$ab" "${hooks[@]}" . "$tmp/slow.patch" --bench-cmd 'true {json}' >/dev/null 2>"$tmp/err"; rc=$?
 [ "$rc" = 1 ] && grep -q "wrote no usable JSON" "$tmp/err" || { fail "no JSON: exit $rc"; cat "$tmp/err"; }
 
 if [ "$fails" -ne 0 ]; then
