@@ -504,10 +504,9 @@ def plot_bandwidth(run, out_dir, written, target_list=()):
             ax.bar(xs, best, width * 0.9, color=f"C{j}", alpha=0.55, label=f"{path} (bar: best row)")
             ax.scatter(pts_x, pts_y, s=12, color=f"C{j}", edgecolor="black", linewidth=0.4, zorder=3)
         # The bandwidth targets of targets.json, named by id (the id says which
-        # family: issue 4's 0.80 is fp8's); they are set for the GPU kernels, so
-        # the CPU plot says so.
-        # The highest label sits above its line, the others below theirs, so that
-        # two close targets do not print over each other.
+        # family: issue 4's 0.80 is fp8's), set for the GPU kernels (the CPU plot
+        # says so).  The highest label sits above its line, the others below
+        # theirs, so that two close targets do not print over each other.
         for level, sources in sorted(bw_targets.items(), reverse=True):
             top = level == max(bw_targets)
             ax.axhline(level, color="red", linestyle="--", linewidth=1)
@@ -787,7 +786,9 @@ def golden_case_table(cases, limit=60):
 
 
 def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots, problems, args,
-                plot_note=None):
+                checked, recipe, plot_note=None):
+    """checked: (target lines, or None with the error that stopped them);
+    recipe: bisect_recipe()'s (commands, note)."""
     p = []
     p.append("<!DOCTYPE html><html><head><meta charset='utf-8'><title>voltgate results "
              f"{_e(latest.label)}</title><style>{CSS}</style></head><body>")
@@ -862,7 +863,7 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
     if not perf and not gold:
         p.append("<p>Nothing flagged.</p>")
     else:
-        cmds, why = bisect_recipe(latest, baseline, perf, gold, args.min_effect, args.alpha)
+        cmds, why = recipe
         if cmds:
             p.append("<p>Pin it to a commit (reports/BISECT.md; the golden cases that passed at the baseline "
                      "first, else the row that slowed down most):</p><pre>" + _e("\n".join(cmds)) + "</pre>")
@@ -871,19 +872,18 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
 
     # The issues' speed targets.
     p.append("<h2>Speed targets (latest run)</h2>")
-    if args.targets_error:
-        p.append(f"<p class='warn'>Targets not checked: {_e(args.targets_error)}</p>")
-    elif args.target_lines:
-        p.append(f"<p>{_e(vgtargets.summary(args.target_lines))}. A target is a goal an issue set for the "
+    target_lines, targets_error = checked
+    if targets_error:
+        p.append(f"<p class='warn'>Targets not checked: {_e(targets_error)}</p>")
+    elif target_lines:
+        p.append(f"<p>{_e(vgtargets.summary(target_lines))}. A target is a goal an issue set for the "
                  "kernels (<code>reports/targets.json</code>). A line is met when every row it covers has a "
                  "value that meets it and the run has every row the nightly bench writes; partly measured "
                  "when the rows it has meet it but some are missing or have no value. Targets do not decide "
                  "the verdict above: regressions do.</p>")
         rows, cls = [], []
-        for ln in args.target_lines:
-            spec = "{:.2f}x" if ln["value"] == "speedup" else "{:.3f}"
-            gaps = ([f"{ln['unmeasured']} without a value"] if ln["unmeasured"] else []) + \
-                ([f"no row at tokens {','.join(map(str, ln['missing_tokens']))}"] if ln["missing_tokens"] else [])
+        for ln in target_lines:
+            spec, gaps = vgtargets.value_spec(ln), vgtargets.gaps(ln)
             rows.append([ln["source"], ln["text"], ln["group"] or "-", ln["status"],
                          f"{ln['met']}/{ln['rows'] - ln['unmeasured']}" + (f" ({'; '.join(gaps)})" if gaps else ""),
                          _fmt(ln["worst"], spec), spec.format(ln["min"]), ln["worst_row"] or "-",
@@ -1014,13 +1014,17 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
     return "\n".join(p)
 
 
-def write_report(runs, latest, baseline, args, problems):
+def write_report(runs, latest, baseline, args, problems, target_list=(), targets_error=None):
+    """Writes the page; returns (index, bench_res, golden_res, perf, gold,
+    written, target lines, bisect recipe)."""
     os.makedirs(args.out, exist_ok=True)
     for name in os.listdir(args.out):            # plots of an earlier report
         if name.endswith(".png") and re.match(r"^(history|bandwidth|golden|replay|coverage)", name):
             os.unlink(os.path.join(args.out, name))
     bench_res, golden_res = compare_runs(latest, baseline, args.min_effect, args.alpha)
     perf, gold = flagged(bench_res, golden_res)
+    target_lines = vgtargets.evaluate(target_list, latest.bench)
+    recipe = bisect_recipe(latest, baseline, perf, gold, args.min_effect, args.alpha)
     written = []
     plot_note = None
     no_matplotlib = matplotlib_missing()
@@ -1034,19 +1038,19 @@ def write_report(runs, latest, baseline, args, problems):
         print(f"report.py: {plot_note}", file=sys.stderr)
     else:
         plots = {"history": plot_history(runs, args.out, written),
-                 "bandwidth": plot_bandwidth(latest, args.out, written, args.target_list),
+                 "bandwidth": plot_bandwidth(latest, args.out, written, target_list),
                  "golden": plot_golden(latest, args.out, written),
                  "replay": plot_replay(runs, latest, args.out, written),
                  "coverage": plot_coverage(runs, args.out, written)}
     page = render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots, problems, args,
-                       plot_note)
+                       (target_lines, targets_error), recipe, plot_note)
     fd, tmp = tempfile.mkstemp(prefix=".index-", suffix=".html", dir=args.out)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(page)
     os.chmod(tmp, 0o644)
     index = os.path.join(args.out, "index.html")
     os.replace(tmp, index)
-    return index, bench_res, golden_res, perf, gold, written
+    return index, bench_res, golden_res, perf, gold, written, target_lines, recipe
 
 
 def main(argv=None):
@@ -1071,35 +1075,34 @@ def main(argv=None):
         print(f"report.py: no valid record in {args.history}", file=sys.stderr)
         return 2
     # A targets file that does not read costs the targets, never the verdict.
-    target_list, args.targets_error = [], None
+    target_list, targets_error = [], None
     try:
         target_list = [] if args.targets == "none" else vgtargets.load_targets(args.targets)
     except ValueError as exc:
-        args.targets_error = str(exc)
+        targets_error = str(exc)
         print(f"report.py: targets not checked: {exc}", file=sys.stderr)
     runs = group_runs(records)
     latest = max(runs, key=lambda r: (r.last_key, r.first_key))
-    args.target_list = target_list
-    args.target_lines = vgtargets.evaluate(target_list, latest.bench)
     try:
         baseline = pick_baseline(runs, latest, args.baseline, args.baseline_record)
     except ValueError as exc:
         print(f"report.py: {exc}", file=sys.stderr)
         return 2
-    index, bench_res, golden_res, perf, gold, _ = write_report(runs, latest, baseline, args, problems)
+    index, bench_res, golden_res, perf, gold, _, target_lines, recipe = write_report(
+        runs, latest, baseline, args, problems, target_list, targets_error)
     print(f"report.py: wrote {index}", file=sys.stderr)
     compared = sum(1 for r in bench_res if r["p"] is not None)
     few = sum(1 for r in bench_res if r["verdict"] == "too few samples")
     base_text = f"{baseline.label} ({baseline.date})" if baseline else "none (first run)"
     print(f"latest {latest.label} ({latest.date}) vs baseline {base_text}: "
           f"{compared} benchmark rows tested, {few} with too few samples, {len(golden_res)} golden rows")
-    if args.target_lines:
-        print(vgtargets.summary(args.target_lines))
-    elif args.targets_error:
-        print(f"targets: not checked ({args.targets_error})")
+    if target_lines:
+        print(vgtargets.summary(target_lines))
+    elif targets_error:
+        print(f"targets: not checked ({targets_error})")
     if perf or gold:
         print(markdown_table(perf, gold))
-        cmds, why = bisect_recipe(latest, baseline, perf, gold, args.min_effect, args.alpha)
+        cmds, why = recipe
         if cmds:
             print("\nTo pin it to a commit (reports/BISECT.md):\n" + "\n".join("    " + c for c in cmds))
         if why:

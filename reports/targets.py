@@ -185,13 +185,23 @@ def summary(lines):
     return "targets: " + ", ".join(f"{n} {s}" for s, n in counts.items())
 
 
+def value_spec(ln):
+    """The format of a line's values: a speedup as 1.80x, a fraction as 0.750."""
+    return "{:.2f}x" if ln["value"] == "speedup" else "{:.3f}"
+
+
+def gaps(ln):
+    """What a line lacks, as phrases ("2 without a value", "no row at tokens 8")."""
+    return ([f"{ln['unmeasured']} without a value"] if ln["unmeasured"] else []) + \
+        ([f"no row at tokens {','.join(map(str, ln['missing_tokens']))}"] if ln["missing_tokens"] else [])
+
+
 def format_line(ln):
-    spec = "{:.2f}x" if ln["value"] == "speedup" else "{:.3f}"
+    spec = value_spec(ln)
     worst = "-" if ln["worst"] is None else spec.format(ln["worst"])
     where = f" at {ln['worst_row']}" if ln["worst_row"] else ""
     ceil = "" if ln["worst_ceiling"] is None else f" (ceil {ln['worst_ceiling']:.3f})"
-    short = "".join(f", {ln['unmeasured']} without a value" if ln["unmeasured"] else "") + \
-        (f", no row at tokens {','.join(map(str, ln['missing_tokens']))}" if ln["missing_tokens"] else "")
+    short = "".join(", " + g for g in gaps(ln))
     return (f"{ln['status']:>15}  {ln['id']} {ln['group'] or ''}: {ln['met']}/{ln['rows'] - ln['unmeasured']} "
             f"rows{short}, worst {worst}{where}{ceil}, needs {spec.format(ln['min'])}")
 
