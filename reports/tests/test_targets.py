@@ -181,6 +181,36 @@ class FromBenchFiles(TargetCase):
         self.assertIn("broken.json: not valid JSON", err)
 
 
+    def test_real_h200_bench_files(self):
+        """The bench JSON of one H200 call (kernels/cuda/NOTES.md, session 12,
+        call 5: `ci/device-run bench families` with FAMILIES=nvfp4,
+        FAMILY_TOKENS=1,4,8,16, kernel code of 4416fef), so that the
+        targets' row names and partner patterns meet what the bench really
+        writes.  The expected figures were worked out by hand from the
+        files' median_us and bandwidth_fraction, e.g. the fp8 loop over
+        grouped at 6 tokens 23.491 / 10.197 us = 2.30x, and nvfp4 at 16 tokens
+        18874368 B in 12.702 us over 4113.6 GB/s = 0.361."""
+        data = os.path.join(HERE, "data", "h200-2026-12-04")
+        rc, out, err = self.run_main([os.path.join(data, f) for f in ("bench_wo_a.json", "bench_family_nvfp4.json")])
+        self.assertEqual(rc, 0, err)
+
+        def line(prefix):
+            found = [ln.strip() for ln in out.splitlines() if prefix in ln]
+            self.assertEqual(len(found), 1, (prefix, out))
+            return found[0]
+        bw = line("grouped-fp8-bandwidth tune=off:")
+        self.assertTrue(bw.startswith("not met"), bw)
+        self.assertIn("3/6 rows, worst 0.666 at wo_a/grouped/fp8/t16/tune=off", bw)
+        loop = line("grouped-fp8-over-loop tune=off:")
+        self.assertIn("0/1 rows, worst 2.30x at wo_a/grouped/fp8/t6/tune=off", loop)
+        bmm = line("grouped-fp8-over-cublas-bmm tune=off:")
+        self.assertIn("5/6 rows, worst 1.64x at wo_a/grouped/fp8/t16/tune=off", bmm)
+        nv = line("family-decode-bandwidth family=nvfp4 shape=wo_a/grouped:")
+        self.assertIn("0/4 rows, no row at tokens 2,6, worst 0.361 at wo_a/grouped/nvfp4/t16/tune=off", nv)
+        # Families this call did not bench are named, not skipped.
+        self.assertTrue(line("family-decode-bandwidth family=awq shape=wo_a/grouped:").startswith("not measured"))
+
+
 class OnThePage(TargetCase):
     def test_report_shows_the_targets_and_prints_the_summary(self):
         hist, out = os.path.join(self.dir, "h"), os.path.join(self.dir, "out")
