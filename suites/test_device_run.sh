@@ -1,0 +1,41 @@
+#!/bin/bash
+# test_device_run.sh: what ci/device-run leaves for the device tool, which
+# brings back at most 8 files of $OUT and the tail of the output: every file
+# but summary.txt packed into results.tgz (subfolders too), nothing packed
+# when there is nothing else, and the summary printed last.  Runs a copy of
+# the script in an empty folder with a phase that does nothing, so it needs
+# no GPU, compiler or .deps.  Exit 0 pass, anything else fail.
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vg-devrun-test.XXXXXX")
+trap '[ -n "${VG_KEEP_TMP:-}" ] || rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+mkdir -p "$tmp/repo/ci" "$tmp/out"
+cp "$here/ci/device-run" "$tmp/repo/ci/"
+
+# A call that wrote logs, bench JSON and a folder before device-run packs.
+echo log > "$tmp/out/build.log"
+echo '{"rows": []}' > "$tmp/out/bench_wo_a.json"
+mkdir -p "$tmp/out/sub" && echo x > "$tmp/out/sub/deep.txt"
+OUT="$tmp/out" "$tmp/repo/ci/device-run" nothing > "$tmp/stdout" 2> "$tmp/stderr"
+rc=$?
+[ "$rc" = 0 ] || fail "exit $rc: $(cat "$tmp/stderr")"
+left=$(cd "$tmp/out" && ls -A | tr '\n' ' ')
+[ "$left" = "results.tgz summary.txt " ] || fail "left in OUT: '$left'"
+packed=$(tar tzf "$tmp/out/results.tgz" 2>/dev/null | sort | tr '\n' ' ')
+for f in build.log bench_wo_a.json sub/deep.txt; do
+    case " $packed" in *" $f "*|*" ./$f "*) ;; *) fail "results.tgz lacks $f: $packed" ;; esac
+done
+last=$(tail -1 "$tmp/stdout")
+[ "$last" = "==================== summary ====================" ] || fail "last line: '$last'"
+[ -s "$tmp/stderr" ] && fail "stderr: $(cat "$tmp/stderr")"
+
+# Nothing but the summary: no archive.
+rm -rf "$tmp/out" && mkdir -p "$tmp/out"
+OUT="$tmp/out" "$tmp/repo/ci/device-run" nothing > /dev/null 2>&1 || fail "empty OUT: exit $?"
+left=$(cd "$tmp/out" && ls -A | tr '\n' ' ')
+[ "$left" = "summary.txt " ] || fail "empty OUT left '$left'"
+
+[ "$fails" = 0 ] && echo "test_device_run: ok" || echo "test_device_run: $fails failure(s)"
+[ "$fails" = 0 ]
