@@ -20,11 +20,13 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 cat > "$tmp/bench.sh" <<'SH'
 #!/bin/sh
-# bench.sh JSON ORDERLOG: one kernel row, 15 samples around ab-delay.txt's us.
+# bench.sh JSON ORDERLOG: one kernel row, 15 samples around ab-delay.txt's us
+# (output_ok false where ab-wrong.txt exists).
 d=10; [ -f ab-delay.txt ] && d=$(cat ab-delay.txt)
+ok=true; [ -f ab-wrong.txt ] && ok=false
 echo "$(basename "$PWD")" >> "$2"
-awk -v d="$d" 'BEGIN { s = ""; for (j = 0; j < 15; j++) s = s (j ? "," : "") sprintf("%.4f", d * (1 + ((j * 7) % 15) / 1000.0));
-  printf "{\"tool\":\"bench\",\"backend\":\"cpu\",\"rows\":[{\"name\":\"wo_a/grouped/fp8/t6/tune=off\",\"kind\":\"kernel\",\"samples_us\":[%s]},{\"name\":\"copy/memcpy/64MiB\",\"kind\":\"copy\",\"samples_us\":[1,2,3]}]}\n", s }' > "$1"
+awk -v d="$d" -v ok="$ok" 'BEGIN { s = ""; for (j = 0; j < 15; j++) s = s (j ? "," : "") sprintf("%.4f", d * (1 + ((j * 7) % 15) / 1000.0));
+  printf "{\"tool\":\"bench\",\"backend\":\"cpu\",\"rows\":[{\"name\":\"wo_a/grouped/fp8/t6/tune=off\",\"kind\":\"kernel\",\"output_ok\":%s,\"samples_us\":[%s]},{\"name\":\"copy/memcpy/64MiB\",\"kind\":\"copy\",\"samples_us\":[1,2,3]}]}\n", ok, s }' > "$1"
 SH
 patch_with() {   # patch_with FILE CONTENT: a patch that creates ab-delay.txt
     printf 'diff --git a/ab-delay.txt b/ab-delay.txt\nnew file mode 100644\n--- /dev/null\n+++ b/ab-delay.txt\n@@ -0,0 +1 @@\n+%s\n' "$2" > "$1"
@@ -49,6 +51,15 @@ order=$(tr '\n' ' ' < "$tmp/order.log")
 want="v-ref v-slow v-same v-same v-slow v-ref "
 [ "$order" = "$want" ] || fail "order '$order', want '$want'"
 [ -s "$tmp/work/ab.json" ] || fail "no ab.json"
+
+# A variant whose output the bench finds wrong is marked, named on stderr and
+# kept out of the geometric mean, however fast (a kernel that skips its work).
+patch_with "$tmp/fast.patch" 5
+{ cat "$tmp/fast.patch"; printf 'diff --git a/ab-wrong.txt b/ab-wrong.txt\nnew file mode 100644\n--- /dev/null\n+++ b/ab-wrong.txt\n@@ -0,0 +1 @@\n+x\n'; } > "$tmp/wrong.patch"
+out=$("$ab" "${hooks[@]}" ref=. fast="$tmp/wrong.patch" 2>"$tmp/err") || fail "wrong output: exit $?"
+printf '%s\n' "$out" | grep -q '| 10.07 | 5.035 (0.500\* !) |' || fail "wrong output not marked: $out"
+printf '%s\n' "$out" | grep -q 'fast: no row with right outputs on both' || fail "wrong output in the mean: $out"
+grep -q "fast: wrong output on 1 row(s)" "$tmp/err" || { fail "wrong output not named"; cat "$tmp/err"; }
 
 # The tree against itself (the noise check), default names; a stale result is never reused.
 out=$("$ab" "${hooks[@]}" . . 2>"$tmp/err") || fail "A/A: exit $?"
@@ -88,5 +99,5 @@ if [ "$fails" -ne 0 ]; then
     echo "test_ab_bench: $fails check(s) failed"
     exit 1
 fi
-echo "test_ab_bench: the slower variant marked (1.300*), the same one not (1.000), order alternates, exits 2/1/1 right"
+echo "test_ab_bench: the slower variant marked (1.300*), the same one not (1.000), a wrong output marked (!), order alternates, exits 2/1/1 right"
 exit 0
