@@ -494,7 +494,11 @@ struct DeqMXFP4Words : DeqMXFP4 {
  * once less than AWQ's FP16 product.  prescale packs the zero in both
  * halves.  AWQ's order puts logical elements 2j and 2j+1 in nibbles j and
  * j+4, so one mask picks a pair, and OR-ing 0x6400 (FP16 1024) into each
- * half makes 1024 + q exactly. */
+ * half makes 1024 + q exactly.  Nibbles 1 and 3 are masked where they lie
+ * (bits 4-7 of the word or of the word shifted by 8), giving 1024 + 16q,
+ * and one FMA by 1/16 minus 64 leaves q, exactly: one shift per word where
+ * three shifts were (awq 4096x14336 M=1 15.52 -> 14.66 us, wo_a 8 tokens
+ * 9.85 -> 9.66 on the H200; kernels/cuda/NOTES.md, session 14). */
 struct DeqAWQ {
     static constexpr int kBits = 4;
     static constexpr int kPairs = VG_PAIRS_NATURAL;
@@ -526,15 +530,19 @@ struct DeqAWQ {
     {
         const __half2 ze2 = *reinterpret_cast<const __half2 *>(&zz);
         const __half2 k1024 = __float2half2_rn(1024.0f);
+        const __half2 k16th = __float2half2_rn(0.0625f), km64 = __float2half2_rn(-64.0f);
 #pragma unroll
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < 2; i++) {
+            const uint32_t hi = w[i] >> 8;
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                uint32_t qm = ((w[i] >> (4 * j)) & 0x000F000Fu) | 0x64006400u;
-                const __half2 q = __hsub2(*reinterpret_cast<__half2 *>(&qm), k1024); /* exact */
+                uint32_t qm = ((j < 2 ? w[i] : hi) & (j & 1 ? 0x00F000F0u : 0x000F000Fu)) | 0x64006400u;
+                const __half2 x = *reinterpret_cast<__half2 *>(&qm);
+                const __half2 q = j & 1 ? __hfma2(x, k16th, km64) : __hsub2(x, k1024); /* exact */
                 __half2 h = __hsub2(q, ze2);
                 out[4 * i + j] = *reinterpret_cast<uint32_t *>(&h);
             }
+        }
     }
     static __device__ __forceinline__ float postscale(const KWeight &w, int g, int n, int kb)
     {
