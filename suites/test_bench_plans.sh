@@ -1,7 +1,8 @@
 #!/bin/sh
 # voltgate bench --plan: every plan that applies is timed on every row,
 # forced past the decision ("forced" in the JSON), each checked against the
-# reference; one named plan gives only its rows; an unknown plan is a usage
+# reference; one named plan gives only its rows, a list each row its own
+# path's of those named; an unknown plan is a usage
 # error that names it; a row over --max-rel-rms fails the run.  CPU backend,
 # --quick: not a speed gate.
 set -u
@@ -54,6 +55,31 @@ import json, sys
 rows = [r for r in json.load(open(sys.argv[1]))["rows"] if r["kind"] == "kernel"]
 assert rows and all(r["plan"] == sys.argv[2] and r["decision"] == "forced" for r in rows), rows
 PYEOF
+# A list: each row gets the named plans of its own path, and only those.
+two=$($PY -c 'import json,sys; print(",".join(sorted({r["plan"] for r in json.load(open(sys.argv[1]))["rows"] if r["kind"]=="kernel" and r["path"]=="dense"})[:2]))' "$TMP/all.json")
+grp=$($PY -c 'import json,sys; print(sorted({r["plan"] for r in json.load(open(sys.argv[1]))["rows"] if r["kind"]=="kernel" and r["path"]=="grouped"})[0])' "$TMP/all.json")
+"$TOOL" bench --backend cpu --quick --shape wo_a,dense --tokens 1 --plan "$two,$grp" --json "$TMP/list.json" \
+    >"$TMP/list.out" 2>&1 || { echo "--plan $two,$grp: exit $?"; cat "$TMP/list.out"; exit 1; }
+$PY - "$TMP/list.json" "$two" "$grp" <<'PYEOF' || exit 1
+import json, sys, collections
+rows = [r for r in json.load(open(sys.argv[1]))["rows"] if r["kind"] == "kernel"]
+dense, grouped = set(sys.argv[2].split(",")), {sys.argv[3]}
+assert len(dense) == 2, dense
+by_row = collections.defaultdict(set)
+for r in rows:
+    assert r["decision"] == "forced", r
+    by_row[(r["path"], r["name"].rsplit("/plan=", 1)[0])].add(r["plan"])
+assert by_row, "no rows"
+assert {p for p, _ in by_row} == {"loop", "grouped", "dense"}, by_row
+for (path, _), plans in by_row.items():
+    assert plans == (grouped if path == "grouped" else dense), (path, plans)
+PYEOF
+for bad in "$one,no.such.plan" "$one,,$one" "$one,"; do
+    "$TOOL" bench --backend cpu --quick --plan "$bad" >"$TMP/bad.out" 2>"$TMP/bad.err"
+    rc=$?
+    [ $rc -eq 2 ] || { echo "--plan $bad: exit $rc, want 2"; exit 1; }
+done
+grep -q "plan '': the cpu backend has no" "$TMP/bad.err" || { echo "empty id not named: $(cat "$TMP/bad.err")"; exit 1; }
 "$TOOL" bench --backend cpu --quick --plan no.such.plan >"$TMP/bad.out" 2>"$TMP/bad.err"
 rc=$?
 [ $rc -eq 2 ] || { echo "unknown plan: exit $rc, want 2"; exit 1; }

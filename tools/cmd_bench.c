@@ -71,7 +71,7 @@ typedef struct opts {
     int rotate;               /* 0 = automatic */
     int shard_i, shard_n;
     int peers;
-    const char *plans;        /* --plan: NULL, "all" or one plan id, forced instead of --tune */
+    const char *plans;        /* --plan: NULL, "all" or plan ids "a,b", forced instead of --tune */
     double max_rel_rms;       /* a kernel row's output check fails above this */
 } opts;
 
@@ -735,8 +735,26 @@ static int max_tokens(const opts *o, int cap)
     return t;
 }
 
+/* Is id one of the comma-separated ids of list (exactly, not a prefix)? */
+static int id_in_list(const char *list, const char *id)
+{
+    const size_t len = strlen(id);
+    for (const char *s = list; *s;) {
+        const char *end = strchr(s, ',');
+        const size_t n = end ? (size_t)(end - s) : strlen(s);
+        if (n == len && !strncmp(s, id, len))
+            return 1;
+        if (!end)
+            break;
+        s = end + 1;
+    }
+    return 0;
+}
+
 /* The plans --plan forces on one row: every plan of the backend that takes
- * (family, path, rows) for "all", else the named one where it takes it. */
+ * (family, path, rows) for "all", else those named that take it, in the
+ * backend's order.  Naming a dense and a grouped plan in one list is how one
+ * run times both paths: each row gets the plans of its own path. */
 static size_t forced_plans(bench *b, vg_path path, int rows, const vg_plan **out, size_t max)
 {
     size_t n = 0;
@@ -746,25 +764,42 @@ static size_t forced_plans(bench *b, vg_path path, int rows, const vg_plan **out
         n = max;
     if (!strcmp(b->o.plans, "all"))
         return n;
+    size_t kept = 0;
     for (size_t i = 0; i < n; i++)
-        if (!strcmp(out[i]->id, b->o.plans)) {
-            out[0] = out[i];
-            return 1;
-        }
-    return 0;
+        if (id_in_list(b->o.plans, out[i]->id))
+            out[kept++] = out[i];
+    return kept;
 }
 
-/* Is id a plan of the bench's backend that serves its family?  The same
- * table `voltgate plans` prints. */
-static int plan_known(const opts *o, const char *id)
+/* Is id (its first len bytes) a plan of the bench's backend that serves its
+ * family?  The same table `voltgate plans` prints. */
+static int plan_known(const opts *o, const char *id, size_t len)
 {
     const size_t count = o->cuda ? vg_cuda_plan_count() : vg_cpu_plan_count();
     for (size_t i = 0; i < count; i++) {
         const vg_plan *p = o->cuda ? vg_cuda_plan_at(i) : vg_cpu_plan_at(i);
-        if (p && !strcmp(p->id, id) && (p->families & VG_FAMILY_BIT(o->family)))
+        if (p && strlen(p->id) == len && !strncmp(p->id, id, len) &&
+            (p->families & VG_FAMILY_BIT(o->family)))
             return 1;
     }
     return 0;
+}
+
+/* The first id of --plan's list that names no such plan (an empty one
+ * included, as in "a,,b"), as a length into the list; NULL if all do. */
+static const char *unknown_plan(const opts *o, const char *list, size_t *len)
+{
+    for (const char *s = list;;) {
+        const char *end = strchr(s, ',');
+        const size_t n = end ? (size_t)(end - s) : strlen(s);
+        if (!plan_known(o, s, n)) {
+            *len = n;
+            return s;
+        }
+        if (!end)
+            return NULL;
+        s = end + 1;
+    }
 }
 
 /* wo_a: G groups of N x K, every tokens value, the paths and tune settings
@@ -1062,7 +1097,7 @@ static void usage(FILE *f)
             "  --max-rel-rms X        a kernel row whose output's relative RMS error against\n"
             "                         the FP64 reference exceeds X (or is not finite) fails\n"
             "                         the run (default 1e-2; rows measure about 2e-4)\n"
-            "  --plan all|ID          time every plan that applies (or the one named) on each\n"
+            "  --plan all|ID[,ID...]  time every plan that applies (or those named) on each\n"
             "                         row, forced past the decision (\"forced\" in the JSON),\n"
             "                         instead of --tune; `voltgate plans` lists the IDs\n"
             "  --shard I/N            run only rows i with i %% N == I\n"
@@ -1362,10 +1397,14 @@ int cmd_bench(int argc, char **argv)
         vg_device_close(b.dev);
         return VG_EXIT_FAIL;
     }
-    if (o->plans && strcmp(o->plans, "all") && !plan_known(o, o->plans)) {
-        fprintf(stderr, "voltgate bench: --plan %s: the %s backend has no %s plan of that name "
+    const char *unknown = NULL;
+    size_t unknown_len = 0;
+    if (o->plans && strcmp(o->plans, "all"))
+        unknown = unknown_plan(o, o->plans, &unknown_len);
+    if (unknown) {
+        fprintf(stderr, "voltgate bench: --plan '%.*s': the %s backend has no %s plan of that name "
                         "(voltgate plans lists them)\n",
-                o->plans, o->cuda ? "cuda" : "cpu", vg_family_name(o->family));
+                (int)unknown_len, unknown, o->cuda ? "cuda" : "cpu", vg_family_name(o->family));
         vg_config_free(b.cfg[0]);
         vg_config_free(b.cfg[1]);
         vg_device_close(b.dev);
