@@ -735,18 +735,25 @@ static int max_tokens(const opts *o, int cap)
     return t;
 }
 
+/* The comma-separated item that starts at s: its length in *len, and where
+ * the next one starts (NULL after the last).  Unlike strtok it keeps empty
+ * items, so "a,,b" and "a," can be refused by name. */
+static const char *list_item(const char *s, size_t *len)
+{
+    const char *end = strchr(s, ',');
+    *len = end ? (size_t)(end - s) : strlen(s);
+    return end ? end + 1 : NULL;
+}
+
 /* Is id one of the comma-separated ids of list (exactly, not a prefix)? */
 static int id_in_list(const char *list, const char *id)
 {
     const size_t len = strlen(id);
-    for (const char *s = list; *s;) {
-        const char *end = strchr(s, ',');
-        const size_t n = end ? (size_t)(end - s) : strlen(s);
+    size_t n;
+    for (const char *s = list, *next; s; s = next) {
+        next = list_item(s, &n);
         if (n == len && !strncmp(s, id, len))
             return 1;
-        if (!end)
-            break;
-        s = end + 1;
     }
     return 0;
 }
@@ -789,17 +796,15 @@ static int plan_known(const opts *o, const char *id, size_t len)
  * included, as in "a,,b"), as a length into the list; NULL if all do. */
 static const char *unknown_plan(const opts *o, const char *list, size_t *len)
 {
-    for (const char *s = list;;) {
-        const char *end = strchr(s, ',');
-        const size_t n = end ? (size_t)(end - s) : strlen(s);
+    size_t n;
+    for (const char *s = list, *next; s; s = next) {
+        next = list_item(s, &n);
         if (!plan_known(o, s, n)) {
             *len = n;
             return s;
         }
-        if (!end)
-            return NULL;
-        s = end + 1;
     }
+    return NULL;
 }
 
 /* wo_a: G groups of N x K, every tokens value, the paths and tune settings
