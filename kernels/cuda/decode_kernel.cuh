@@ -32,6 +32,20 @@
  * valid row of X and are never stored (an MMA output column depends on its
  * own B column only).
  *
+ * SM70 (Volta) runs the same loop in its own MMA layout, with no operand
+ * shuffle: its m8n8k4 (mma884, gemm_kernel.cuh) is four independent 8x8x4
+ * products, one per quadpair, and thread i of a quadpair holds one row of
+ * A and one column of B, four consecutive K each.  So on SM70 a thread
+ * takes the role (g, q) = (i, quadpair): rows i and i+8 of each tile, the
+ * 16 elements of K chunk q in each half (the same bytes per lane as above,
+ * only dealt out differently), and X token i of that chunk.  Each quadpair
+ * then multiplies all 16 rows by all 8 tokens over its own K chunks: an
+ * MMA takes a thread's pair registers 2s and 2s+1 (four elements, in the
+ * Deq's pair order) with the same registers of X, rows i (mma on the row-g
+ * registers) and i+8 (on the row-g+8 ones) into two 8x8 accumulators.  The
+ * four quadpairs' partial sums are added by two shuffles after the loop,
+ * once per kernel; a thread holds 16 sums per tile instead of 4.
+ *
  * The WK partial sums are added in fixed order through shared memory, and
  * split-K partials go to the workspace for vg_splitk_reduce_kernel, so the
  * result does not depend on timing.
@@ -40,6 +54,13 @@
 #define VG_CUDA_DECODE_KERNEL_CUH
 
 #include "gemm_kernel.cuh"
+
+/* The Volta-native loop (quadpair layout, above). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700 && __CUDA_ARCH__ < 750
+#define VG_DECODE_QUADPAIR 1
+#else
+#define VG_DECODE_QUADPAIR 0
+#endif
 
 template <class Deq, int NI, int WK, int MT, int UU>
 struct DecodeCfg {
@@ -76,7 +97,19 @@ struct DecodeCfg {
      * against 17.2).  32-row plans keep nvcc's choice: the cap made the
      * 4-warp one slower (fp8 wo_a 12.2 us against 11.2 at its own 184) and
      * others spill.  H200, kernels/cuda/NOTES.md, session 4. */
+#if VG_DECODE_QUADPAIR
+    /* SM70 holds four times the sums per thread (kAccE) and, for a
+     * per-row post-scale, four more scales per step: a plan whose W
+     * registers, sums, scales and ~48 others come near the 128-register
+     * cap (fp8 with 16 tokens or 4 steps in flight, awq, mxfp4) keeps 12
+     * warps per SM instead of 16 rather than spill.  12 warps still hold
+     * 48-96 KB of W per SM, against the ~7 KB a V100 needs in flight. */
+    static constexpr int kRegEstimate = UW * NI * 4 * kWords + NI * MT * 16 * (Deq::kPostScale ? 2 : 1) +
+                                        (Deq::kPostScale && !Deq::kPostPerBlock ? UW * NI * 4 : 0) + 48;
+    static constexpr int kMinBlocks = NI == 1 && WK < 16 ? (kRegEstimate > 120 ? 12 : 16) / WK : 1;
+#else
     static constexpr int kMinBlocks = NI == 1 && WK < 16 ? 16 / WK : 1;
+#endif
 };
 
 /* W words from global memory at p through the read-only path (16-byte
@@ -133,7 +166,14 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     const int g = p.offsets ? (int)blockIdx.y / p.mtiles : 0;
     const int N = p.w.n, K = p.w.k;
     const int wk = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#if VG_DECODE_QUADPAIR
+    /* Thread i of quadpair lq: the rows of index i, K chunk lq. */
+    const int lg = (lane & 3) | ((lane >> 4) << 2), lq = (lane >> 2) & 3;
+    constexpr int kAccE = 16; /* [row half][m8n8k4 D element] */
+#else
     const int lg = lane >> 2, lq = lane & 3;
+    constexpr int kAccE = 4;  /* the m16n8k16 C fragment */
+#endif
     const int n0 = blockIdx.x * C::BN;
     const int kbeg = blockIdx.z * p.k_per_split;
     const int kend = min(K, kbeg + p.k_per_split);
@@ -174,6 +214,36 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
         wrow_8[j] = (size_t)(nr[j][1] - nr[j][0]) * wrow;
         asm volatile("" : "+l"(wrow_g[j]), "+l"(wrow_8[j]));
     }
+#if VG_DECODE_QUADPAIR
+    /* The rows of the sums a thread holds (mma884's D layout): per row half,
+     * (lane&1) + 4(lane>>4) and the row two past it. */
+    int out_rows[NI][4];
+#pragma unroll
+    for (int j = 0; j < NI; j++)
+#pragma unroll
+        for (int x = 0; x < 4; x++)
+            out_rows[j][x] = min(n0 + 16 * j + 8 * (x >> 1) + 2 * (x & 1) + (lane & 1) + 4 * (lane >> 4), N - 1);
+#endif
+    /* A step's scales of tile j: the decoded rows' from Deq::load_step, and
+     * on SM70 the post-scales of the rows whose sums the thread holds (the
+     * same block scale where the family has one; else load_step of those
+     * rows, of which only the post-scales are kept). */
+    auto load_scales = [&](int k0, int j, StepScales &s) {
+        Deq::load_step(p.w, g, nr[j][0], nr[j][1], k0, lq, s);
+#if VG_DECODE_QUADPAIR
+        if constexpr (Deq::kPostScale && Deq::kPostPerBlock) {
+#pragma unroll
+            for (int x = 0; x < 4; x++)
+                s.post_out[x] = s.post[x >> 1];
+        } else if constexpr (Deq::kPostScale) {
+            StepScales lo, hi;
+            Deq::load_step(p.w, g, out_rows[j][0], out_rows[j][1], k0, lq, lo);
+            Deq::load_step(p.w, g, out_rows[j][2], out_rows[j][3], k0, lq, hi);
+            s.post_out[0] = lo.post[0], s.post_out[1] = lo.post[1];
+            s.post_out[2] = hi.post[0], s.post_out[3] = hi.post[1];
+        }
+#endif
+    };
     /* Bytes of the first k elements of a row, in 32 bits (K < 2^31). */
     auto row_bytes = [](int k) -> unsigned {
         return Deq::kBits >= 8 ? (unsigned)k * (Deq::kBits / 8) : (unsigned)k / (8 / Deq::kBits);
@@ -216,7 +286,7 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     auto load_w = [&](int k0, uint32_t (&buf)[NI][2][2][KW], StepScales (&sc)[NI]) {
 #pragma unroll
         for (int j = 0; j < NI; j++)
-            Deq::load_step(p.w, g, nr[j][0], nr[j][1], k0, lq, sc[j]);
+            load_scales(k0, j, sc[j]);
 #pragma unroll
         for (int j = 0; j < NI; j++) {
             const uint8_t *row = wrow_g[j] + row_bytes(k0);
@@ -234,7 +304,7 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
         }
 #pragma unroll
         for (int j = 0; j < NI; j++)
-            Deq::load_step(p.w, g, nr[j][0], nr[j][1], k0, lq, sc[j]);
+            load_scales(k0, j, sc[j]);
         /* The K tail (or unaligned rows): bytes past the row read as zero,
          * never as a NaN code. */
 #pragma unroll
@@ -253,13 +323,13 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
                 }
     };
 
-    float acc[NI][MT][4];
+    float acc[NI][MT][kAccE];
 #pragma unroll
     for (int j = 0; j < NI; j++)
 #pragma unroll
         for (int m = 0; m < MT; m++)
 #pragma unroll
-            for (int e = 0; e < 4; e++)
+            for (int e = 0; e < kAccE; e++)
                 acc[j][m][e] = 0.0f;
 
     uint32_t wbuf[UW][NI][2][2][KW];
@@ -309,9 +379,11 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
         /* A post-scaled family sums the step's MMAs into t first, and
          * alternates between two partial sums: two dependency chains
          * of 4 MMAs instead of one of 8 (fp8 wo_a 10.9 -> 10.4 us;
-         * the others, which add into acc, measured no gain from it). */
-        constexpr int CH = Deq::kPostScale ? 2 : 1;
-        float t[CH][NI][MT][4];
+         * the others, which add into acc, measured no gain from it).
+         * SM70 already has two chains (the two row halves) and four
+         * times the sums per thread, so it keeps one. */
+        constexpr int CH = Deq::kPostScale && !VG_DECODE_QUADPAIR ? 2 : 1;
+        float t[CH][NI][MT][kAccE];
 #pragma unroll
         for (int x = 0; x < CH; x++)
 #pragma unroll
@@ -319,7 +391,7 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
 #pragma unroll
                 for (int m = 0; m < MT; m++)
 #pragma unroll
-                    for (int e = 0; e < 4; e++)
+                    for (int e = 0; e < kAccE; e++)
                         t[x][j][m][e] = 0.0f;
 #pragma unroll
         for (int h = 0; h < 2; h++) {
@@ -356,8 +428,13 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
 #pragma unroll
                     for (int s = 0; s < 4; s++) {
                         float *c = Deq::kPostScale ? t[s % CH][j][m] : acc[j][m];
+#if VG_DECODE_QUADPAIR
+                        mma884(c, a0[2 * s], a0[2 * s + 1], b[m][2 * s], b[m][2 * s + 1]);
+                        mma884(c + 8, a1[2 * s], a1[2 * s + 1], b[m][2 * s], b[m][2 * s + 1]);
+#else
                         const uint32_t a[4] = {a0[2 * s], a1[2 * s], a0[2 * s + 1], a1[2 * s + 1]};
                         mma16816(c, a, b[m][2 * s], b[m][2 * s + 1]);
+#endif
                     }
                 }
             }
@@ -367,14 +444,15 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
             for (int j = 0; j < NI; j++)
 #pragma unroll
                 for (int m = 0; m < MT; m++) {
-                    float sum[4];
 #pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        sum[e] = CH > 1 ? t[0][j][m][e] + t[CH - 1][j][m][e] : t[0][j][m][e];
-                    acc[j][m][0] += scs[j].post[0] * sum[0];
-                    acc[j][m][1] += scs[j].post[0] * sum[1];
-                    acc[j][m][2] += scs[j].post[1] * sum[2];
-                    acc[j][m][3] += scs[j].post[1] * sum[3];
+                    for (int e = 0; e < kAccE; e++) {
+                        const float sum = CH > 1 ? t[0][j][m][e] + t[CH - 1][j][m][e] : t[0][j][m][e];
+#if VG_DECODE_QUADPAIR
+                        acc[j][m][e] += scs[j].post_out[2 * (e >> 3) + ((e >> 1) & 1)] * sum;
+#else
+                        acc[j][m][e] += scs[j].post[e >> 1] * sum;
+#endif
+                    }
                 }
         }
     };
@@ -417,9 +495,29 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     }
     cp_async_wait<0>();
 
+#if VG_DECODE_QUADPAIR
+    /* Each quadpair summed its own K chunks of every output: add them
+     * (every lane of a quadpair position ends with the same four-way sum,
+     * in the same order), then quadpair lq keeps a quarter of them. */
+#pragma unroll
+    for (int j = 0; j < NI; j++)
+#pragma unroll
+        for (int m = 0; m < MT; m++)
+#pragma unroll
+            for (int e = 0; e < kAccE; e++) {
+                acc[j][m][e] += __shfl_xor_sync(0xFFFFFFFFu, acc[j][m][e], 4);
+                acc[j][m][e] += __shfl_xor_sync(0xFFFFFFFFu, acc[j][m][e], 8);
+            }
+    /* Token and weight row of element e = 8 * (row half) + (mma884 D element). */
+    auto tok = [&](int m, int e) { return 8 * m + (e & 4) + (lane & 2) + (e & 1); };
+    auto wrow_of = [&](int j, int e) { return 16 * j + 8 * (e >> 3) + (lane & 1) + (e & 2) + 4 * (lane >> 4); };
+    auto owns = [&](int e) { return (e & 3) == lq; };
+#else
     /* Token and weight row of fragment element e. */
     auto tok = [&](int m, int e) { return 8 * m + 2 * lq + (e & 1); };
     auto wrow_of = [&](int j, int e) { return 16 * j + lg + 8 * (e >> 1); };
+    auto owns = [](int) { return true; };
+#endif
 
     /* The WK partial sums, added in fixed order into warp wk = 0. */
     if constexpr (WK > 1) {
@@ -433,8 +531,9 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
 #pragma unroll
                 for (int m = 0; m < MT; m++)
 #pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        slot(wk, j, m, e) = acc[j][m][e];
+                    for (int e = 0; e < kAccE; e++)
+                        if (owns(e))
+                            slot(wk, j, m, e) = acc[j][m][e];
         __syncthreads();
         if (wk != 0)
             return;
@@ -444,8 +543,9 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
 #pragma unroll
                 for (int m = 0; m < MT; m++)
 #pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        acc[j][m][e] += slot(w, j, m, e);
+                    for (int e = 0; e < kAccE; e++)
+                        if (owns(e))
+                            acc[j][m][e] += slot(w, j, m, e);
     }
 
     const float es = Deq::epilogue(p.w);
@@ -455,9 +555,9 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
 #pragma unroll
         for (int m = 0; m < MT; m++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
+            for (int e = 0; e < kAccE; e++) {
                 const int r = tok(m, e), col = n0 + wrow_of(j, e);
-                if (r >= rows || col >= N)
+                if (!owns(e) || r >= rows || col >= N)
                     continue;
                 const size_t idx = (size_t)(row0 + r) * N + col;
                 const float v = acc[j][m][e] * es;

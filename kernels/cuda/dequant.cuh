@@ -76,6 +76,10 @@ struct KWeight {
 struct StepScales {
     uint32_t pre[2][2]; /* [row][half]: decode_words' s */
     float post[2];      /* [row] */
+    /* SM70's decode loop only (decode_kernel.cuh): its MMA leaves a thread
+     * the sums of four other rows than the two it decodes, whose
+     * post-scales these are, [row half][second row of the half]. */
+    float post_out[4];
 };
 
 /* ---- FP16 ------------------------------------------------------------------ */

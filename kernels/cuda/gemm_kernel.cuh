@@ -117,6 +117,25 @@ static __device__ __forceinline__ void cp_async_wait()
 #endif
 }
 
+/* Volta's own MMA: each quadpair p (lanes 4p..4p+3 and 4p+16..4p+19)
+ * multiplies its 8x4 A by its 4x8 B into its 8x8 D.  Thread i of the
+ * quadpair (i = lane%4, +4 for lanes 16..31) holds row i of A and column i
+ * of B, four consecutive K each (a0/b0: K 0,1; a1/b1: K 2,3), and D's
+ * elements j = 0..7 at row (lane&1) + (j&2) + 4*(lane>=16), column
+ * (j&4) + (lane&2) + (j&1).  The four quadpairs are independent products.
+ * Only SM70 runs it at speed (later archs emulate it). */
+static __device__ __forceinline__ void mma884(float d[8], uint32_t a0, uint32_t a1, uint32_t b0, uint32_t b1)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    asm volatile(
+        "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%0,%1,%2,%3,%4,%5,%6,%7}, "
+        "{%8,%9}, {%10,%11}, {%0,%1,%2,%3,%4,%5,%6,%7};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7])
+        : "r"(a0), "r"(a1), "r"(b0), "r"(b1));
+#endif
+}
+
 /* c += A(16x16) * B(16x8), fragments in the m16n8k16 layout:
  * a0 (row r, k 2q..2q+1), a1 (row r+8, same k), a2 (row r, k 2q+8..),
  * a3 (row r+8, k 2q+8..); b0 (k 2q.., col r), b1 (k 2q+8.., col r);
@@ -142,13 +161,12 @@ static __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4],
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[2]), "r"(a[3]), "r"(b1));
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    /* Volta: four m8n8k4 per quadpair.  A quadpair (lanes 4p..4p+3 and
-     * 4p+16..4p+19) multiplies an 8x4 A by a 4x8 B: its thread i (i = lane%4,
-     * +4 for the upper half) holds row i of A and column i of B, four
-     * consecutive K each, and 8 FP32 results at row (lane&1) + (j&2)
-     * (+4 upper), column (j&4) + (lane&2) + (j&1).  Quadpair p = 0..3 takes
-     * the 16x8x16 product's rows 8*(p&1).., K quarter pair (p>>1)*2, +1;
-     * the two quadpairs of a row half add their results by a shuffle. */
+    /* Volta, emulated: two m8n8k4 (mma884) per quadpair, operands moved
+     * into the quadpair layout and results back by shuffles.  Quadpair
+     * p = 0..3 takes the 16x8x16 product's rows 8*(p&1).., K quarter pair
+     * (p>>1)*2, +1; the two quadpairs of a row half add their results by a
+     * shuffle.  The decode kernel does not come here on SM70: it holds its
+     * operands in the quadpair layout from the start (decode_kernel.cuh). */
     const int lane = threadIdx.x & 31;
     const int p = (lane >> 2) & 3;          /* quadpair */
     const int i = (lane & 3) + ((lane >> 4) << 2); /* row/col index inside it, 0..7 */
@@ -183,12 +201,7 @@ static __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4],
             bv0 = hi ? w0 : u0;
             bv1 = hi ? w1 : u1;
         }
-        asm volatile(
-            "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%0,%1,%2,%3,%4,%5,%6,%7}, "
-            "{%8,%9}, {%10,%11}, {%0,%1,%2,%3,%4,%5,%6,%7};\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
-              "+f"(d[6]), "+f"(d[7])
-            : "r"(av0), "r"(av1), "r"(bv0), "r"(bv1));
+        mma884(d, av0, av1, bv0, bv1);
     }
     /* d holds rows 8*mh + (lane&1) + (j&2) (+4 upper), cols (j&4)+(lane&2)+(j&1)
      * of this quadpair's K half; quadpair p^2 holds the other K half. */
