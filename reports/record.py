@@ -124,6 +124,11 @@ BENCH_RUN = {"backend": "str", "gpu": "str?", "driver": "str?", "cuda_version": 
 COVERAGE = {"line_percent": "num?", "branch_percent": "num?", "lines_covered": "int",
             "lines_valid": "int", "branches_covered": "int", "branches_valid": "int",
             "files": "list"}
+# reports/sass_model.py's rows, kept in the record (optional: make sm70-check
+# writes them; records before it lack the key)
+V100_MODEL_ROW = {"family": "str", "kind": "str", "tile": "str", "bound": "str", "ceiling": "num?",
+                  "ceiling_of": "str?", "instructions_per_16816": "num?", "shfl": "int",
+                  "w_inflight_bytes_per_sm": "int?", "regs": "int?"}
 DATE_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 SHARD_RE = re.compile(r"^(\d+)/(\d+)$")
 
@@ -192,6 +197,8 @@ def check_record(obj, where):
         _rows(obj["replay"], "per_request", REPLAY_ROW, where + ".replay")
     if obj["coverage"] is not None:
         check_fields(obj["coverage"], COVERAGE, where + ".coverage")
+    if obj.get("v100_model") is not None:
+        _rows(obj, "v100_model", V100_MODEL_ROW, where)
     for i, m in enumerate(obj["missing"]):
         if not isinstance(m, str):
             raise InputError(f"{where}.missing[{i}]: expected a string, got {_describe(m)}")
@@ -316,10 +323,26 @@ def parse_coverage_xml(path):
             "files": files, "source": path}
 
 
+def v100_model_rows(obj, where):
+    """The record's rows from a reports/sass_model.py --json document."""
+    check_fields(obj, {"schema": "str", "kernels": "list"}, where)
+    if obj["schema"] != "voltgate-sass-model/1":
+        raise InputError(f"{where}.schema: expected \"voltgate-sass-model/1\", got {_describe(obj['schema'])}")
+    rows = []
+    for i, k in enumerate(obj["kernels"]):
+        row = {key: k.get(key) for key in V100_MODEL_ROW}
+        if row["shfl"] is None:
+            row["shfl"] = 0
+        check_fields(row, V100_MODEL_ROW, f"{where}.kernels[{i}]")
+        rows.append(row)
+    return rows
+
+
 def build_record(golden=(), bench=(), replay=None, coverage=None, runner="local", shard=None,
-                 run_id=None, arch_list=None, missing=(), repo=".", now=None, warn=None):
+                 run_id=None, arch_list=None, missing=(), repo=".", now=None, warn=None, sass_model=None):
     """golden/bench: lists of (path, parsed JSON); replay: (path, JSON) or None;
-    coverage: the parsed coverage object or None.  Validates each input."""
+    coverage: the parsed coverage object or None; sass_model: (path, JSON) of
+    reports/sass_model.py or None.  Validates each input."""
     for path, obj in golden:
         check_golden_output(obj, path)
     for path, obj in bench:
@@ -344,6 +367,7 @@ def build_record(golden=(), bench=(), replay=None, coverage=None, runner="local"
         "backends": [], "config": None, "policy_hash": None,
         "bench_runs": [], "bench": [], "golden": [], "replay": None, "coverage": coverage,
         "missing": list(missing),
+        "v100_model": v100_model_rows(sass_model[1], sass_model[0]) if sass_model else None,
     }
     backends = []
     seen = set()
@@ -449,6 +473,8 @@ def main(argv=None):
                     help="voltgate bench --json output (repeatable)")
     ap.add_argument("--replay-json", metavar="F", help="voltgate replay --json output")
     ap.add_argument("--coverage-xml", metavar="F", help="gcovr Cobertura XML (optional)")
+    ap.add_argument("--sass-model", metavar="F",
+                    help="reports/sass_model.py --json output: the V100 model (optional)")
     ap.add_argument("--history", required=True, metavar="DIR", help="the results folder")
     ap.add_argument("--runner", default=os.environ.get("VG_RUNNER", "local"),
                     help="runner name (env VG_RUNNER; default local)")
@@ -469,7 +495,8 @@ def main(argv=None):
         bench = [(p, read_json(p)) for p in args.bench_json]
         replay = (args.replay_json, read_json(args.replay_json)) if args.replay_json else None
         coverage = parse_coverage_xml(args.coverage_xml) if args.coverage_xml else None
-        rec = build_record(golden, bench, replay, coverage, runner=args.runner, shard=args.shard,
+        model = (args.sass_model, read_json(args.sass_model)) if args.sass_model else None
+        rec = build_record(golden, bench, replay, coverage, sass_model=model, runner=args.runner, shard=args.shard,
                            run_id=args.run_id, arch_list=args.arch_list, missing=args.missing,
                            repo=args.repo, warn=lambda m: print(f"record.py: warning: {m}", file=sys.stderr))
         path = write_record(rec, args.history)

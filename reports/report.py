@@ -122,6 +122,12 @@ class Run:
                 return r["coverage"]
         return None
 
+    def v100_model(self):
+        for r in self.records:
+            if r.get("v100_model"):
+                return r["v100_model"]
+        return None
+
     def missing(self):
         out = []
         for r in self.records:
@@ -785,6 +791,35 @@ def golden_case_table(cases, limit=60):
     return out
 
 
+def v100_model_section(rows):
+    """The V100 ceiling (model) table: one row per plan tile, a column per
+    family, each cell the ceiling and the binding pipe."""
+    fams = sorted({r["family"] for r in rows}, key=_natural)
+    tiles = sorted({(r["kind"], r["tile"]) for r in rows}, key=lambda t: (t[0], _natural(t[1])))
+    cell = {}
+    for r in rows:
+        c = cell.setdefault((r["tile"], r["family"]), r)   # the Words and byte-wise Deq share a tile:
+        if (r.get("ceiling") or 0) < (c.get("ceiling") or 0):  # show the lower ceiling
+            cell[(r["tile"], r["family"])] = r
+    body, classes = [], []
+    for kind, tile in tiles:
+        line = [tile]
+        worst = 1.0
+        for f in fams:
+            r = cell.get((tile, f))
+            if not r or r.get("ceiling") is None:
+                line.append("")
+                continue
+            worst = min(worst, r["ceiling"])
+            line.append(f"{100 * r['ceiling']:.0f} % ({r['bound']}{', ' + str(r['shfl']) + ' SHFL' if r['shfl'] else ''})")
+        body.append(line)
+        classes.append("good" if worst >= 0.9 else "bad" if worst < 0.5 else "")
+    return ("<h2>V100 ceiling (model)</h2><p class='muted'>From the sm_70 SASS of each kernel's hot loop "
+            "(reports/sass_model.py): the fraction of V100 DRAM bandwidth (decode) or tensor peak (tiled) "
+            "its instructions allow, and the pipe that binds. An upper bound, not a measurement: no V100 "
+            "ran.</p>" + _table(["plan tile"] + [f"{f} (V100 ceiling, model)" for f in fams], body, classes))
+
+
 def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots, problems, args,
                 checked, recipe, plot_note=None):
     """checked: (target lines, or None with the error that stopped them);
@@ -1007,6 +1042,10 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
                                 [[f.get("file", "?"), _fmt(f.get("line_percent"), "{:.1f}"),
                                   _fmt(f.get("branch_percent"), "{:.1f}")] for f in files]) + "</details>")
         p.append(images(plots["coverage"]))
+
+    model = latest.v100_model()
+    if model:
+        p.append(v100_model_section(model))
 
     p.append("<h2>Each benchmark over commits</h2>")
     p.append("<p class='muted'>Line: median; band: min to max of the samples of each run.</p>")

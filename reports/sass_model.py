@@ -31,6 +31,7 @@ Exit: 0 ok, 1 a --require check failed, 2 bad input (no kernel found, an
 unreadable file, an unknown arch).
 """
 import argparse
+import itertools
 import json
 import os
 import re
@@ -182,36 +183,43 @@ class Instr:
         self.addr, self.pred, self.opcode, self.operands = addr, pred, opcode, operands
 
 
-def parse_listing(text):
-    """{function name: (arch, [Instr])} from a cuobjdump -sass listing."""
-    funcs, arch, cur, labels = {}, None, None, {}
-    pending_labels = []
-    for line in text.splitlines():
-        m = ARCH_RE.search(line)
-        if m and "Function" not in line:
-            arch = m.group(1) or m.group(2)
-            continue
+def iter_functions(lines):
+    """(name, arch, [Instr], {label: addr}) per function of a cuobjdump -sass
+    listing, one at a time (a whole gemm.cu listing is millions of lines)."""
+    arch, cur, instrs, labels, pending = None, None, [], {}, []
+    for line in lines:
         m = FUNC_RE.search(line)
         if m:
-            cur = m.group(1)
-            funcs[cur] = (arch, [], {})
+            if cur is not None:
+                yield cur, arch, instrs, labels
+            cur, instrs, labels, pending = m.group(1), [], {}, []
+            continue
+        m = ARCH_RE.search(line)
+        if m:
+            arch = m.group(1) or m.group(2)
             continue
         if cur is None:
             continue
         m = LABEL_RE.match(line)
         if m:
-            pending_labels.append(m.group(1))
+            pending.append(m.group(1))
             continue
         m = INSTR_RE.search(line)
         if m:
             ins = Instr(int(m.group(1), 16), (m.group(2) or "").strip(), m.group(3), m.group(4))
             if ins.pred == "@!PT":   # never executes (ptxas's placeholder)
                 continue
-            funcs[cur][1].append(ins)
-            for lab in pending_labels:
-                funcs[cur][2][lab] = ins.addr
-            pending_labels = []
-    return funcs
+            instrs.append(ins)
+            for lab in pending:
+                labels[lab] = ins.addr
+            pending = []
+    if cur is not None:
+        yield cur, arch, instrs, labels
+
+
+def parse_listing(text):
+    """{function name: (arch, [Instr], labels)} of a whole listing."""
+    return {n: (a, i, l) for n, a, i, l in iter_functions(text.splitlines())}
 
 
 def branch_target(ins, labels):
@@ -227,10 +235,12 @@ def branch_target(ins, labels):
 
 
 def hot_loop(instrs, labels):
-    """The hot loop's instructions: of the backward-branch ranges that hold
-    HMMAs and contain no other such range (code laid out after the loop can
-    jump back across it, which is no loop), the one with the most HMMAs
-    (ties: the shortest).  (None, None) when there is none."""
+    """The hot loop's instructions and their address span: of the ranges
+    from a backward branch's target to the branch that hold HMMAs, the one
+    densest in HMMAs (ties: the most HMMAs).  The unrolled steady-state loop
+    is the densest: a tail loop carries byte-wise loads, and code laid out
+    after the loop that jumps back across it (no loop at all) spans the
+    steady loop and more.  (None, None) when there is none."""
     # ptxas guards a warp-synchronizing call with "BRA.CONV past it": taken
     # whenever the warp is converged, so what it jumps over does not run.
     skipped = set()
@@ -240,23 +250,19 @@ def hot_loop(instrs, labels):
             if tgt is not None and tgt > ins.addr:
                 skipped.update(x.addr for x in instrs if ins.addr < x.addr < tgt)
     instrs = [x for x in instrs if x.addr not in skipped]
-    ranges = []
+    best = None
     for ins in instrs:
         tgt = branch_target(ins, labels)
         if tgt is None or tgt > ins.addr:
             continue
         body = [x for x in instrs if tgt <= x.addr <= ins.addr]
-        if any(x.opcode.startswith("HMMA") for x in body):
-            ranges.append((tgt, ins.addr, body))
-    inner = [r for r in ranges
-             if not any(o is not r and r[0] <= o[0] and o[1] <= r[1] and (o[0], o[1]) != (r[0], r[1])
-                        for o in ranges)]
-    best = None
-    for lo, hi, body in inner:
-        key = (sum(1 for x in body if x.opcode.startswith("HMMA")), -len(body))
+        hmma = sum(1 for x in body if x.opcode.startswith("HMMA"))
+        if hmma == 0:
+            continue
+        key = (hmma / len(body), hmma)
         if best is None or key > best[0]:
-            best = (key, body)
-    return (best[1], (best[1][0].addr, best[1][-1].addr)) if best else (None, None)
+            best = (key, body, (tgt, ins.addr))
+    return (best[1], best[2]) if best else (None, None)
 
 
 # ---- kernel identity ------------------------------------------------------------
@@ -401,16 +407,18 @@ def model_kernel(name, arch_name, instrs, labels, res, machine, bandwidth_gbs):
     return row
 
 
-def run_model(listing, res_text, arch_override, machine_name, bandwidth_gbs):
-    funcs = parse_listing(listing)
+def run_model(lines, res_text, arch_override, machine_name, bandwidth_gbs):
+    """The rows of every GEMM kernel in a listing (an iterable of lines)."""
     res = parse_res_usage(res_text) if res_text else {}
+    machine = dict(MACHINES[machine_name])
     rows = []
-    for name, (arch, instrs, labels) in funcs.items():
+    for name, arch, instrs, labels in iter_functions(lines):
+        if not parse_kernel_name(name):
+            continue
         arch = arch_override or arch
         if arch not in ARCHS:
             raise ValueError(f"unknown or missing arch {arch!r} for {name} (have {', '.join(sorted(ARCHS))}; "
                              f"give --arch)")
-        machine = dict(MACHINES[machine_name])
         row = model_kernel(name, arch, instrs, labels, res.get(name), machine,
                            bandwidth_gbs or machine["bandwidth_gbs"])
         if row:
@@ -441,6 +449,16 @@ def format_table(rows, machine_name):
     return "\n".join(out)
 
 
+def default_machine(arch):
+    return "v100" if arch == "sm_70" else "h100"
+
+
+def arch_of_object(tool, obj):
+    out = subprocess.run([tool, "-lelf", obj], capture_output=True, text=True).stdout
+    m = re.search(r"sm_(\d+)", out)
+    return f"sm_{m.group(1)}" if m else None
+
+
 def cuobjdump_for(obj, arch):
     for c in (os.environ.get("CUOBJDUMP"), "/usr/bin/cuobjdump", shutil.which("cuobjdump")):
         if c and os.path.exists(c):
@@ -466,20 +484,25 @@ def main(argv=None):
     try:
         if a.object:
             tool = cuobjdump_for(a.object, a.arch)
-            listing = subprocess.run([tool, "-sass", a.object], capture_output=True, text=True, check=True).stdout
             res_text = subprocess.run([tool, "-res-usage", a.object], capture_output=True, text=True,
                                       check=True).stdout
+            arch_hint = a.arch or arch_of_object(tool, a.object)
+            machine = a.machine or default_machine(arch_hint)
+            with subprocess.Popen([tool, "-sass", a.object], stdout=subprocess.PIPE, text=True) as proc:
+                rows = run_model(proc.stdout, res_text, a.arch, machine, a.bandwidth_gbs)
+            if proc.returncode != 0:
+                raise ValueError(f"{tool} -sass {a.object} failed (exit {proc.returncode})")
         elif a.listing:
-            listing = sys.stdin.read() if a.listing == "-" else open(a.listing, encoding="utf-8").read()
             res_text = open(a.res_usage, encoding="utf-8").read() if a.res_usage else ""
+            f = sys.stdin if a.listing == "-" else open(a.listing, encoding="utf-8")
+            with f:
+                head = [next(f, "") for _ in range(8)]
+                m = next((ARCH_RE.search(l) for l in head if ARCH_RE.search(l)), None)
+                arch_hint = a.arch or ((m.group(1) or m.group(2)) if m else None)
+                machine = a.machine or default_machine(arch_hint)
+                rows = run_model(itertools.chain(head, f), res_text, a.arch, machine, a.bandwidth_gbs)
         else:
             ap.error("give a listing or --object")
-        arch_hint = a.arch
-        if not arch_hint:
-            m = ARCH_RE.search(listing)
-            arch_hint = (m.group(1) or m.group(2)) if m else None
-        machine = a.machine or ("v100" if arch_hint == "sm_70" else "h100")
-        rows = run_model(listing, res_text, a.arch, machine, a.bandwidth_gbs)
     except (OSError, ValueError, subprocess.CalledProcessError) as e:
         print(f"sass_model: {e}", file=sys.stderr)
         return 2

@@ -1,0 +1,173 @@
+"""reports/sass_model.py on a hand-written sm_70 listing (data/sass/), every
+expected figure counted and worked out by hand from the listing."""
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stderr, redirect_stdout
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+import sass_model  # noqa: E402
+
+LISTING = os.path.join(HERE, "data", "sass", "tiny.sm_70.sass")
+RES = os.path.join(HERE, "data", "sass", "tiny.sm_70.res")
+SCRIPT = os.path.join(HERE, "..", "sass_model.py")
+
+# V100: 900 GB/s over 80 SMs at 1530 MHz
+V100_BYTES_PER_CLK_SM = 900e9 / (80 * 1530e6)
+
+
+def model_rows():
+    with open(LISTING, encoding="utf-8") as f, open(RES, encoding="utf-8") as r:
+        return {row["kind"]: row for row in sass_model.run_model(f, r.read(), None, "v100", None)}
+
+
+class HotLoop(unittest.TestCase):
+    def setUp(self):
+        self.rows = model_rows()
+        self.decode = self.rows["decode"]
+
+    def test_kernel_identity(self):
+        # vg_decode_kernel<DeqAWQ, NI=1, WK=4, MT=1, U=2>: the plan tile name
+        self.assertEqual(self.decode["family"], "awq")
+        self.assertEqual(self.decode["tile"], "decode.m8n16w4.u2")
+        self.assertEqual(self.rows["tiled"]["tile"], "prefill.m128n128k64.s3")
+        self.assertEqual(len(self.rows), 2)  # vg_splitk_reduce_kernel is no GEMM kernel
+
+    def test_densest_backward_range_is_chosen(self):
+        # 0x100..0x210 holds 4 HMMAs in 15 counted instructions; the tail loop
+        # 0x300..0x360 one in 7; the HMMA at 0x20 is in no loop.
+        self.assertEqual(self.decode["loop"], "0x100-0x210")
+        self.assertEqual(self.decode["hmma"], 4)
+
+    def test_counts_skip_never_run_code(self):
+        # 17 lines in the range, less the @!PT SHFL and the MOV + CALL that
+        # BRA.CONV jumps over: LOP3 x2, SHFL, HMMA x4, FFMA, LDG, LDS,
+        # BRA.CONV, LDS, IADD3, ISETP, BRA
+        self.assertEqual(self.decode["instructions"], 15)
+        self.assertEqual(self.decode["shfl"], 1)
+        self.assertEqual(self.decode["by_pipe"]["alu"], 4)   # LOP3 x2, IADD3, ISETP
+        self.assertEqual(self.decode["by_pipe"]["fma"], 1)
+        self.assertEqual(self.decode["by_pipe"]["mio"], 3)   # LDG.128, LDS.128 x2
+        self.assertEqual(self.decode["by_pipe"]["control"], 2)
+
+    def test_clocks_per_pipe(self):
+        c = self.decode["clocks"]
+        self.assertAlmostEqual(c["issue"], 15 / 4)            # one per scheduler per clock, 4 schedulers
+        self.assertAlmostEqual(c["alu"], 4 * 2 / 4)           # 16 lanes: 2 cycles a warp
+        self.assertAlmostEqual(c["fma"], 1 * 2 / 4)
+        self.assertAlmostEqual(c["tensor"], 4 * 256 / 128 / 4)  # 256 MACs at 128 per scheduler-clock
+        self.assertAlmostEqual(c["mio"], 1 + 3 * 512 / 128)   # a shuffle, three 512-byte warp accesses
+        self.assertEqual(self.decode["bound"], "mio")
+
+    def test_decode_ceiling(self):
+        # 4 HMMA.884.F32 = one m8n8k4 = 1024 MACs over 8 tokens: 128 weight
+        # elements; awq is half a byte each plus an FP16 scale and zero per 128
+        wbytes = 128 * (0.5 + 4 / 128)
+        self.assertAlmostEqual(self.decode["weight_bytes_per_iter"], wbytes)
+        self.assertAlmostEqual(self.decode["ceiling"], (wbytes / V100_BYTES_PER_CLK_SM) / 13.0, places=4)
+        self.assertAlmostEqual(self.decode["instructions_per_16816"], 15 * 2048 / 1024)
+
+    def test_w_in_flight(self):
+        # 128 registers x 128 threads: 4 blocks of 4 warps; awq keeps 2U = 4
+        # steps of 16 rows x 128 elements x 0.5 B in flight per warp
+        self.assertEqual(self.decode["warps_per_sm"], 16)
+        self.assertEqual(self.decode["w_inflight_bytes_per_sm"], 16 * 4 * 1024)
+        self.assertEqual(self.decode["w_inflight_needed_bytes"], int(V100_BYTES_PER_CLK_SM * 1530e6 * 600e-9))
+
+    def test_tiled_ceiling_against_tensor_peak(self):
+        t = self.rows["tiled"]
+        # 16 HMMA = 4096 MACs = 8 clocks at 512 per SM-clock; 8 LDS.128 = 32
+        self.assertEqual(t["macs_per_iter"], 4096)
+        self.assertAlmostEqual(t["clocks"]["mio"], 32.0)
+        self.assertAlmostEqual(t["ceiling"], 8.0 / 32.0)
+
+
+class IntoTheRecordAndReport(unittest.TestCase):
+    """The model's JSON goes into the results record and onto the page."""
+
+    def setUp(self):
+        import record  # noqa: E402
+        import report  # noqa: E402
+        self.record, self.report = record, report
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.json")
+            with redirect_stdout(io.StringIO()):
+                sass_model.main([LISTING, "--res-usage", RES, "--json", path])
+            self.doc = json.load(open(path))
+
+    def test_record_keeps_the_rows_and_validates(self):
+        rec = self.record.build_record(sass_model=("m.json", self.doc), repo=HERE)
+        self.record.check_record(json.loads(json.dumps(rec)), "rec")
+        rows = {r["tile"]: r for r in rec["v100_model"]}
+        self.assertEqual(rows["decode.m8n16w4.u2"]["bound"], "mio")
+        self.assertEqual(rows["decode.m8n16w4.u2"]["shfl"], 1)
+        self.assertAlmostEqual(rows["prefill.m128n128k64.s3"]["ceiling"], 0.25)
+
+    def test_record_refuses_another_schema(self):
+        bad = dict(self.doc, schema="something-else")
+        with self.assertRaises(self.record.InputError):
+            self.record.build_record(sass_model=("m.json", bad), repo=HERE)
+
+    def test_record_without_the_key_still_reads(self):
+        rec = self.record.build_record(repo=HERE)
+        rec.pop("v100_model")
+        self.record.check_record(json.loads(json.dumps(rec)), "rec")
+
+    def test_page_section(self):
+        rows = self.record.v100_model_rows(self.doc, "m.json")
+        html = self.report.v100_model_section(rows)
+        self.assertIn("V100 ceiling (model)", html)
+        self.assertIn("71 % (mio, 1 SHFL)", html)       # 68 B over 13 mio clocks at 7.35 B/clk
+        self.assertIn("25 % (mio)", html)
+
+
+class CommandLine(unittest.TestCase):
+    def run_main(self, *args):
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            rc = sass_model.main(list(args))
+        return rc, out.getvalue(), err.getvalue()
+
+    def test_json_and_table(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.json")
+            rc, out, _ = self.run_main(LISTING, "--res-usage", RES, "--json", path)
+            self.assertEqual(rc, 0)
+            self.assertIn("decode.m8n16w4.u2", out)
+            doc = json.load(open(path))
+            self.assertEqual(doc["machine"], "v100")
+            self.assertEqual([k["tile"] for k in doc["kernels"]], ["decode.m8n16w4.u2", "prefill.m128n128k64.s3"])
+
+    def test_require_no_shfl_fails_on_a_shuffle(self):
+        rc, _, err = self.run_main(LISTING, "--require-no-shfl")
+        self.assertEqual(rc, 1)
+        self.assertIn("1 SHFL", err)
+
+    def test_no_kernel_is_bad_input(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".sass", delete=False) as f:
+            f.write("\tcode for sm_70\n\t\tFunction : other\n        /*0000*/  EXIT ;\n")
+        try:
+            rc, _, err = self.run_main(f.name)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(rc, 2)
+        self.assertIn("no vg_decode_kernel", err)
+
+    def test_missing_file_is_bad_input(self):
+        rc, _, err = self.run_main("/nonexistent/x.sass")
+        self.assertEqual(rc, 2)
+        self.assertIn("sass_model:", err)
+
+    def test_help(self):
+        p = subprocess.run([sys.executable, SCRIPT, "--help"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0)
+        self.assertIn("--object", p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
