@@ -1067,7 +1067,7 @@ def write_report(runs, latest, baseline, args, problems, target_list=(), targets
             os.unlink(os.path.join(args.out, name))
     bench_res, golden_res = compare_runs(latest, baseline, args.min_effect, args.alpha)
     perf, gold = flagged(bench_res, golden_res)
-    target_lines = vgtargets.evaluate(target_list, latest.bench)
+    target_lines = vgtargets.evaluate(target_list, {**latest.bench, **vgtargets.model_rows(latest.v100_model())})
     recipe = bisect_recipe(latest, baseline, perf, gold, args.min_effect, args.alpha)
     written = []
     plot_note = None

@@ -9,7 +9,12 @@ it reads from each row and the least value that meets it.  Values:
   ceiling_fraction     the stream ceiling's time over the row's (CUDA only)
   speedup              partner median / row median, where the partner is the
                        row named by re.sub(over.pattern, over.repl, name):
-                       a cuBLAS peer, or the same layer on another path
+                       a cuBLAS peer, the same layer on another path, or
+                       the same layer in another family
+  v100_ceiling         the V100 model's ceiling of a kernel (sass_model.py;
+                       the record's v100_model): rows of backend
+                       "v100-model" named TILE/FAMILY, e.g.
+                       decode.m8n16w4.u2/awq (model_rows below)
 
 The name pattern's named groups that "by" lists split a target into lines
 (one per family, one per shape, ...).  "expect" lists what a whole run has:
@@ -55,7 +60,8 @@ import re
 import sys
 
 DEFAULT_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets.json")
-VALUES = ("bandwidth_fraction", "ceiling_fraction", "speedup")
+VALUES = ("bandwidth_fraction", "ceiling_fraction", "speedup", "v100_ceiling")
+MODEL_BACKEND = "v100-model"
 
 
 def _fail(path, msg):
@@ -198,6 +204,21 @@ def evaluate(targets, bench):
     return lines
 
 
+def model_rows(v100_model):
+    """The V100 model's rows (record["v100_model"]) as rows a target reads:
+    {("v100-model", "TILE/FAMILY"): row}.  Where two kernels share a tile
+    and family (mxfp4 and nvfp4 have a byte-wise and a word-wise scale
+    loader), the lower ceiling stands."""
+    out = {}
+    for r in v100_model or ():
+        key = (MODEL_BACKEND, f"{r['tile']}/{r['family']}")
+        ceiling = r.get("ceiling")
+        old = out.get(key)
+        if old is None or (ceiling is not None and (old["v100_ceiling"] is None or ceiling < old["v100_ceiling"])):
+            out[key] = {"kind": "kernel", "tokens": 1, "v100_ceiling": ceiling, "bound": r.get("bound")}
+    return out
+
+
 def _ceiling_reach(row):
     """The fraction of copy the row's stream ceiling reads (bandwidth
     fraction over ceiling fraction), or None without both."""
@@ -252,16 +273,22 @@ def main(argv=None):
     import record as vgrecord
     ap = argparse.ArgumentParser(description="check voltgate bench JSON files against the speed targets")
     ap.add_argument("--targets", metavar="FILE", default=DEFAULT_FILE, help="default: reports/targets.json")
-    ap.add_argument("bench", nargs="+", metavar="BENCH.json", help="voltgate bench --json output")
+    ap.add_argument("--sass-model", metavar="F", help="reports/sass_model.py --json output (the V100 targets)")
+    ap.add_argument("bench", nargs="*", metavar="BENCH.json", help="voltgate bench --json output")
     args = ap.parse_args(argv)
+    if not args.bench and not args.sass_model:
+        ap.error("give bench JSON files, --sass-model, or both")
     try:
         target_list = load_targets(args.targets)
-        rec = vgrecord.build_record(bench=[(p, vgrecord.read_json(p)) for p in args.bench],
+        model = (args.sass_model, vgrecord.read_json(args.sass_model)) if args.sass_model else None
+        rec = vgrecord.build_record(bench=[(p, vgrecord.read_json(p)) for p in args.bench], sass_model=model,
                                     warn=lambda m: sys.stderr.write(f"targets.py: {m}\n"))
     except (ValueError, vgrecord.InputError) as exc:
         print(f"targets.py: {exc}", file=sys.stderr)
         return 2
-    lines = evaluate(target_list, {(r["backend"], r["name"]): r for r in rec["bench"]})
+    rows = {(r["backend"], r["name"]): r for r in rec["bench"]}
+    rows.update(model_rows(rec["v100_model"]))
+    lines = evaluate(target_list, rows)
     for ln in lines:
         print(format_line(ln))
     print(summary(lines))

@@ -10,6 +10,7 @@ import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ISSUE5 = os.path.join(HERE, "data", "targets-issue5.json")
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 import gen_records  # noqa: E402
@@ -49,10 +50,20 @@ class TargetCase(unittest.TestCase):
 
 
 class Reading(TargetCase):
-    def test_the_committed_file_reads_and_names_both_issues(self):
+    def test_the_committed_file_reads_and_names_its_issues(self):
         ts = targets.load_targets()
-        self.assertEqual({t["source"] for t in ts}, {"issue 4", "issue 5"})
-        fam = [t for t in ts if t["id"] == "family-decode-bandwidth"][0]
+        self.assertEqual({t["source"] for t in ts}, {"issue 4", "issue 26"})
+        model = {t["id"]: t for t in ts if t["value"] == "v100_ceiling"}
+        self.assertEqual(model["v100-decode-ceiling-fp16-fp8"]["min"], 0.95)
+        self.assertEqual(model["v100-decode-ceiling-4bit"]["min"], 0.90)
+        self.assertTrue(model["v100-decode-ceiling-4bit"]["name_re"].search("decode.m8n16w4.u2/awq"))
+        self.assertFalse(model["v100-decode-ceiling-4bit"]["name_re"].search("decode.m8n16w4.u2/fp8"))
+        self.assertFalse(model["v100-decode-ceiling-4bit"]["name_re"].search("prefill.m128n128k64.s3/awq"))
+        ratio = [t for t in ts if t["id"] == "family-4bit-over-fp8-time"][0]
+        self.assertEqual(ratio["over"][0].sub(ratio["over"][1], "wo_a/grouped/nvfp4/t8/tune=off"),
+                         "wo_a/grouped/fp8/t8/tune=off")
+        # issue 5's target as it stood (the stream-ceiling tests below read it)
+        fam = targets.load_targets(ISSUE5)[0]
         self.assertEqual(fam["min"], 0.75)
         # The names the bench writes (tools/cmd_bench.c) match, forced-plan rows do not.
         self.assertTrue(fam["name_re"].search("wo_a/grouped/awq/t1/tune=off"))
@@ -190,6 +201,35 @@ class Checking(TargetCase):
         self.assertEqual((awq["status"], awq["unmeasured"]), ("not measured", 1))
 
 
+class NewKinds(TargetCase):
+    def test_model_rows_keep_the_lower_ceiling_of_a_tile(self):
+        rows = targets.model_rows([
+            {"family": "nvfp4", "kind": "decode", "tile": "decode.m8n16w4.u2", "bound": "issue", "ceiling": 1.0},
+            {"family": "nvfp4", "kind": "decode", "tile": "decode.m8n16w4.u2", "bound": "alu", "ceiling": 0.8},
+            {"family": "awq", "kind": "decode", "tile": "decode.m8n16w4.u2", "bound": "mio", "ceiling": 0.33},
+            {"family": "fp8", "kind": "tiled", "tile": "prefill.m128n128k64.s3", "bound": "mio", "ceiling": 0.1}])
+        self.assertEqual(rows[("v100-model", "decode.m8n16w4.u2/nvfp4")]["v100_ceiling"], 0.8)
+        ts = targets.load_targets()
+        lines = {(ln["id"], ln["group"]): ln for ln in targets.evaluate(ts, rows)}
+        four = "v100-decode-ceiling-4bit"
+        self.assertEqual(lines[(four, "family=nvfp4")]["status"], "not met")    # 0.8 < 0.9
+        self.assertEqual(lines[(four, "family=awq")]["worst"], 0.33)
+        self.assertEqual(lines[(four, "family=mxfp4")]["status"], "not measured")
+        self.assertEqual(lines[("v100-decode-ceiling-fp16-fp8", "family=fp8")]["status"], "not measured")
+
+    def test_4bit_time_over_fp8(self):
+        ts = [t for t in targets.load_targets() if t["id"] == "family-4bit-over-fp8-time"]
+        bench = {("cuda", "wo_a/grouped/fp8/t1/tune=off"): row(median_us=10.0),
+                 ("cuda", "wo_a/grouped/awq/t1/tune=off"): row(median_us=6.0),     # 0.6 of fp8: 1.6667
+                 ("cuda", "wo_a/grouped/nvfp4/t1/tune=off"): row(median_us=9.4)}   # 1.064x
+        lines = {ln["group"]: ln for ln in targets.evaluate(ts, bench)}
+        awq, nv = lines["family=awq shape=wo_a/grouped"], lines["family=nvfp4 shape=wo_a/grouped"]
+        self.assertAlmostEqual(awq["worst"], 10.0 / 6.0)
+        self.assertEqual(awq["met"], 1)
+        self.assertAlmostEqual(nv["worst"], 10.0 / 9.4)
+        self.assertEqual(nv["met"], 0)
+
+
 class FromBenchFiles(TargetCase):
     def run_main(self, argv):
         so, se = io.StringIO(), io.StringIO()
@@ -224,7 +264,12 @@ class FromBenchFiles(TargetCase):
         grouped at 6 tokens 23.491 / 10.197 us = 2.30x, and nvfp4 at 16 tokens
         18874368 B in 12.702 us over 4113.6 GB/s = 0.361."""
         data = os.path.join(HERE, "data", "h200-2026-12-04")
-        rc, out, err = self.run_main([os.path.join(data, f) for f in ("bench_wo_a.json", "bench_family_nvfp4.json")])
+        files = [os.path.join(data, f) for f in ("bench_wo_a.json", "bench_family_nvfp4.json")]
+        rc, out, err = self.run_main(files)
+        self.assertEqual(rc, 0, err)
+        rc5, out5, err = self.run_main(["--targets", ISSUE5] + files)   # issue 5's target, as it stood
+        self.assertEqual(rc5, 0, err)
+        out += out5
         self.assertEqual(rc, 0, err)
 
         def line(prefix):
@@ -274,7 +319,7 @@ class OnThePage(TargetCase):
         with open(os.path.join(out, "index.html")) as f:
             page = f.read()
         self.assertIn("Speed targets (latest run)", page)
-        self.assertIn("every family at decode sizes", page)
+        self.assertIn("takes &lt;= 0.6x the time of fp8", page)
 
     def test_a_bad_targets_file_costs_the_targets_not_the_verdict(self):
         hist, out = os.path.join(self.dir, "h"), os.path.join(self.dir, "out")
