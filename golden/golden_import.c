@@ -399,7 +399,6 @@ static vg_status load(imp *im, const char *name, vg_st_dtype dt, int rank, const
                        im->c.label, name, vg_st_dtype_name(t->dtype), have, vg_st_dtype_name(dt),
                        exp, what, lead && t->rank >= 1 && e >= t->shape[0] ? ": too few experts" : "");
     }
-    size_t es = vg_st_dtype_size(dt);
     uint64_t bytes = (t->end - t->begin) / (uint64_t)(lead ? t->shape[0] : 1);
     if (lead && t->shape[0] == 0)
         bytes = 0;
@@ -417,7 +416,6 @@ static vg_status load(imp *im, const char *name, vg_st_dtype dt, int rank, const
     if (shape_out)
         for (int i = 0; i < trank && i < VG_ST_MAX_RANK; i++)
             shape_out[i] = t->shape[lead + i];
-    (void)es;
     *out = buf;
     return VG_OK;
 }
@@ -1041,8 +1039,8 @@ static vg_status detect(imp *im, const char *base, char *tensor, size_t tlen)
             im->fmt = !strcmp(q->checkpoint_format, "gptq_v2") ? SRC_GPTQ_V2 : SRC_GPTQ;
         } else {
             return vg_fail(VG_ERR_UNSUPPORTED, "%s: '%s' has qweight/scales, but neither the "
-                           "AWQ ([K][N/8], [K/g][N]) nor the GPTQ ([K/8][N], [K/g][N]) shapes%s%s "
-                           "(give --format)", c->label, base, cfg[0] ? "" : "", cfg);
+                           "AWQ ([K][N/8], [K/g][N]) nor the GPTQ ([K/8][N], [K/g][N]) shapes%s "
+                           "(give --format)", c->label, base, cfg);
         }
         if (q->bits && q->bits != 4)
             return vg_fail(VG_ERR_UNSUPPORTED, "%s: %s says bits %d: the awq family takes 4-bit "
@@ -1145,9 +1143,7 @@ static vg_status build_provenance(imp *im, const char *rows_note)
     size_t used = (size_t)snprintf(p, CAP, "format=%s; family=%s; detected: %s; tensors=%s%s",
                                    SRC_NAMES[im->fmt], vg_family_name(im->f->family),
                                    im->detected, im->tensors, rows_note);
-    const char *const *files = NULL;
     int count = im->c.weight_map ? im->c.nshards : 1;
-    (void)files;
     for (int i = 0; i < count && used + 1 < CAP; i++) {
         const char *path = im->c.weight_map ? im->c.shards[i].st->path : im->c.single->path;
         char hex[65];

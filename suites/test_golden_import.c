@@ -515,14 +515,11 @@ static void int4_expected(float *want)
                                vg_fp16_to_f32(t_scale(k / 128, n));
 }
 
-/* AutoAWQ GEMM: qweight I32 [K][N/8] and qzeros I32 [K/128][N/8] packed
- * along N in the AWQ order, scales F16 [K/128][N]. */
-static void test_import_awq_gemm(void **state)
+/* The AutoAWQ GEMM tensors of the test data: qweight I32 [K][N/8] and
+ * qzeros I32 [K/128][N/8] packed along N in the AWQ order (nibble i holds
+ * column 8c + AWQ_ORDER_T[i]), scales F16 [K/128][N]. */
+static void awq_tensors(uint32_t *qw, uint32_t *qz, uint16_t *sc)
 {
-    (void)state;
-    char *dir = vgtest_mkdtemp();
-    uint32_t qw[QK * QN / 8], qz[QG * QN / 8];
-    uint16_t sc[QG * QN];
     for (int k = 0; k < QK; k++)
         for (int c = 0; c < QN / 8; c++) {
             uint32_t w = 0;
@@ -540,6 +537,17 @@ static void test_import_awq_gemm(void **state)
     for (int r = 0; r < QG; r++)
         for (int n = 0; n < QN; n++)
             sc[r * QN + n] = t_scale(r, n);
+}
+
+/* AutoAWQ GEMM: qweight I32 [K][N/8] and qzeros I32 [K/128][N/8] packed
+ * along N in the AWQ order, scales F16 [K/128][N]. */
+static void test_import_awq_gemm(void **state)
+{
+    (void)state;
+    char *dir = vgtest_mkdtemp();
+    uint32_t qw[QK * QN / 8], qz[QG * QN / 8];
+    uint16_t sc[QG * QN];
+    awq_tensors(qw, qz, sc);
     int negative = 0;
     for (int i = 0; i < QK * QN / 8; i++)
         negative |= (int32_t)qw[i] < 0;
@@ -903,23 +911,7 @@ static void write_awq_shards(const char *dir, int truncate_second)
 {
     uint32_t qw[QK * QN / 8], qz[QG * QN / 8];
     uint16_t sc[QG * QN];
-    for (int k = 0; k < QK; k++)
-        for (int c = 0; c < QN / 8; c++) {
-            uint32_t w = 0;
-            for (int i = 0; i < 8; i++)
-                w |= (uint32_t)t_code(k, 8 * c + AWQ_ORDER_T[i]) << (4 * i);
-            qw[k * (QN / 8) + c] = w;
-        }
-    for (int r = 0; r < QG; r++)
-        for (int c = 0; c < QN / 8; c++) {
-            uint32_t w = 0;
-            for (int i = 0; i < 8; i++)
-                w |= (uint32_t)t_zero(r, 8 * c + AWQ_ORDER_T[i]) << (4 * i);
-            qz[r * (QN / 8) + c] = w;
-        }
-    for (int r = 0; r < QG; r++)
-        for (int n = 0; n < QN; n++)
-            sc[r * QN + n] = t_scale(r, n);
+    awq_tensors(qw, qz, sc);
     char p[700];
     tspec t1[] = {{"model.layers.1.mlp.up_proj.qweight", "I32", 2, {QK, QN / 8}, qw, sizeof qw}};
     tspec t2[] = {
