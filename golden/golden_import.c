@@ -1017,6 +1017,10 @@ static vg_status detect(imp *im, const char *base, char *tensor, size_t tlen)
             if (ckpt_has(c, nm))
                 snprintf(tensor, tlen, "%s", nm);
         }
+        size_t bl = strlen(tensor);
+        if ((im->fmt == SRC_NVFP4_MODELOPT || im->fmt == SRC_NVFP4_CT) && bl > 7 &&
+            !strcmp(tensor + bl - 7, ".weight"))
+            tensor[bl - 7] = '\0'; /* these formats' tensors hang off the module prefix */
         return VG_OK;
     }
     char cfg[160] = "";
@@ -1273,7 +1277,8 @@ vg_status vg_golden_import(const vg_golden_import_args *a, vg_golden_file *out)
                                          im->fmt == SRC_GPTQ_V2 ? ".qweight"
                                : im->fmt == SRC_NVFP4_CT ? ".weight_packed"
                                : im->fmt == SRC_MXFP4 ? "_blocks"
-                               : strcmp(tensor, first) ? ".weight" : "";
+                               : im->fmt == SRC_NVFP4_MODELOPT || strcmp(tensor, first)
+                                   ? ".weight" : "";
             snprintf(probe, sizeof probe, "%s%s", nm, suffix);
             if (!ckpt_has(&im->c, probe) &&
                 !(im->fmt == SRC_MXFP4 && (snprintf(probe, sizeof probe, "%s.blocks", nm),

@@ -739,6 +739,38 @@ static void test_import_nvfp4_modelopt(void **state)
     import_ok(&a, &f);
     assert_int_equal(f.family, VG_FAMILY_NVFP4);
     vg_golden_free(&f);
+
+    /* per-expert ModelOpt weights, every expert counted: one tensor scale
+     * holds them when their weight_scale_2 agree, and a differing one is
+     * refused (the nvfp4 family has one tensor scale per weight) */
+    uint8_t q[FN * FK / 2], sc[FN * FSC];
+    memset(q, 0x3A, sizeof q); /* 1.5 and -1 */
+    memset(sc, 0x38, sizeof sc);
+    float g2[3] = {0.5f, 0.5f, 0.25f};
+    tspec t[9];
+    char names[9][64];
+    for (int e = 0; e < 3; e++) {
+        snprintf(names[3 * e], 64, "x.experts.%d.w1.weight", e);
+        snprintf(names[3 * e + 1], 64, "x.experts.%d.w1.weight_scale", e);
+        snprintf(names[3 * e + 2], 64, "x.experts.%d.w1.weight_scale_2", e);
+        t[3 * e] = (tspec){names[3 * e], "U8", 2, {FN, FK / 2}, q, sizeof q};
+        t[3 * e + 1] = (tspec){names[3 * e + 1], "F8_E4M3", 2, {FN, FSC}, sc, sizeof sc};
+        t[3 * e + 2] = (tspec){names[3 * e + 2], "F32", 0, {0}, &g2[e], 4};
+    }
+    write_tensors(st, t, 6);
+    a.weight = NULL;
+    a.experts = "x.experts.{e}.w1";
+    a.path = VG_PATH_LOOP;
+    import_ok(&a, &f);
+    assert_int_equal(f.groups, 2);
+    assert_true(f.w_tensor_scale == 0.5f);
+    verify_cpu(&f);
+    vg_golden_free(&f);
+    write_tensors(st, t, 9);
+    assert_int_equal(vg_golden_import(&a, &f), VG_ERR_UNSUPPORTED);
+    if (!strstr(vg_last_error(), "x.experts.2.w1.weight_scale_2") ||
+        !strstr(vg_last_error(), "one tensor scale"))
+        fail_msg("%s", vg_last_error());
     vgtest_rmtree(dir);
     free(dir);
 }
