@@ -262,6 +262,7 @@ static int json_int(const cJSON *o, const char *key, int dflt)
 typedef struct quant_cfg {
     char method[64];            /* quant_method / quant_algo, lower case */
     char checkpoint_format[32]; /* gptq, gptq_v2 */
+    char version[32];           /* AutoAWQ: gemm, gemv, ... */
     int group_size;             /* 0 when not given */
     int bits;                   /* 0 when not given */
     char where[64];             /* the file it came from */
@@ -288,6 +289,7 @@ static void read_quant_cfg(const ckpt *c, quant_cfg *q)
                    json_str(qc, "checkpoint_format"));
         q->group_size = json_int(qc, "group_size", 0);
         q->bits = json_int(qc, "bits", 0);
+        lower_copy(q->version, sizeof q->version, json_str(qc, "version"));
     }
     if (c->quantize_cfg) {
         if (!q->where[0])
@@ -592,7 +594,7 @@ static void int4_fill(imp *im, const int4_src *s, int32_t g)
 
 static vg_status import_int4(imp *im, const char *base, int32_t g)
 {
-    char nq[512], nz[512], ns[512], ngi[512];
+    char nq[1024], nz[1024], ns[1024], ngi[1024];
     join(nq, sizeof nq, base, ".qweight");
     join(nz, sizeof nz, base, ".qzeros");
     join(ns, sizeof ns, base, ".scales");
@@ -678,7 +680,7 @@ static vg_status e4m3_scales_ok(imp *im, const char *name, const uint8_t *s, int
 static vg_status import_nvfp4(imp *im, const char *base, int32_t g)
 {
     int ct = im->fmt == SRC_NVFP4_CT;
-    char nw[512], ns[512], ng[512];
+    char nw[1024], ns[1024], ng[1024];
     /* ModelOpt: P.weight, P.weight_scale, P.weight_scale_2;
      * compressed-tensors: P.weight_packed, P.weight_scale, P.weight_global_scale */
     snprintf(nw, sizeof nw, "%s.%s", base, ct ? "weight_packed" : "weight");
@@ -755,7 +757,7 @@ typedef enum row_pick { ROWS_ALL, ROWS_GATE, ROWS_UP } row_pick;
 
 static vg_status import_mxfp4(imp *im, const char *base, int64_t e, int32_t g, row_pick rows)
 {
-    char nb[512], ns[512];
+    char nb[1024], ns[1024];
     /* transformers' names end in _blocks/_scales, the original checkpoint's in .blocks/.scales */
     join(nb, sizeof nb, base, "_blocks");
     join(ns, sizeof ns, base, "_scales");
@@ -819,7 +821,7 @@ out:
 
 static vg_status import_fp8(imp *im, const char *name, int64_t e, int32_t g)
 {
-    char sname[512];
+    char sname[1024];
     if (im->a->scale && !im->a->experts)
         snprintf(sname, sizeof sname, "%s", im->a->scale);
     else
@@ -1046,6 +1048,9 @@ static vg_status detect(imp *im, const char *base, char *tensor, size_t tlen)
                            "AWQ ([K][N/8], [K/g][N]) nor the GPTQ ([K/8][N], [K/g][N]) shapes%s "
                            "(give --format)", c->label, base, cfg);
         }
+        if (im->fmt == SRC_AWQ && q->version[0] && strcmp(q->version, "gemm"))
+            return vg_fail(VG_ERR_UNSUPPORTED, "%s: %s says AWQ version '%s': only the GEMM "
+                           "packing (version gemm) is read", c->label, q->where, q->version);
         if (q->bits && q->bits != 4)
             return vg_fail(VG_ERR_UNSUPPORTED, "%s: %s says bits %d: the awq family takes 4-bit "
                            "weights only", c->label, q->where, q->bits);

@@ -570,6 +570,16 @@ static void test_import_awq_gemm(void **state)
     expect_weight(&f, want, dir);
     vg_golden_free(&f);
 
+    /* AutoAWQ's GEMV packing is another layout: refused, not misread */
+    char cfg[700];
+    snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+    write_text(cfg, "{\"quantization_config\":{\"quant_method\":\"awq\",\"bits\":4,"
+                    "\"group_size\":128,\"version\":\"gemv\"}}");
+    assert_int_equal(vg_golden_import(&a, &f), VG_ERR_UNSUPPORTED);
+    if (!strstr(vg_last_error(), "version 'gemv'"))
+        fail_msg("%s", vg_last_error());
+    unlink(cfg);
+
     /* group size 64 (4 scale rows for K = 256) is refused by name */
     uint16_t sc4[4 * QN] = {0};
     uint32_t qz4[4 * QN / 8] = {0};
