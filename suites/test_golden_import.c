@@ -48,16 +48,21 @@ static uint8_t *mem_st(const char *json, size_t data_len, size_t *size)
     return b;
 }
 
-static void verify_cpu(const vg_golden_file *f)
+static void verify_on(const char *backend, const vg_golden_file *f)
 {
     vg_device *dev = NULL;
-    assert_int_equal(vg_device_open("cpu", 0, &dev), VG_OK);
-    vg_golden_verify_opts o = {"cpu", "all"};
+    assert_int_equal(vg_device_open(backend, 0, &dev), VG_OK);
+    vg_golden_verify_opts o = {backend, "all"};
     int ran = 0, failed = 0;
     assert_int_equal(vg_golden_verify_file(dev, "import", f, &o, NULL, NULL, &ran, &failed), VG_OK);
     assert_true(ran > 0);
     assert_int_equal(failed, 0);
     vg_device_close(dev);
+}
+
+static void verify_cpu(const vg_golden_file *f)
+{
+    verify_on("cpu", f);
 }
 
 /* A DeepSeek-style F8_E4M3 weight [130][200] with its F32 weight_scale_inv
@@ -1213,6 +1218,60 @@ static void test_cli_import_checkpoint(void **state)
     free(dir);
 }
 
+
+/* Every format's tiny checkpoint, imported and verified with every CUDA
+ * plan (skipped without a device). */
+static void import_verify_cuda(const vg_golden_import_args *a)
+{
+    vg_golden_file f;
+    import_ok(a, &f);
+    verify_on("cuda", &f);
+    vg_golden_free(&f);
+}
+
+static void test_import_every_format_cuda(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    char *dir = vgtest_mkdtemp();
+    char st[600], idx[700];
+    snprintf(st, sizeof st, "%s/model.safetensors", dir);
+    snprintf(idx, sizeof idx, "%s/model.safetensors.index.json", dir);
+    write_text(idx, "{\"weight_map\":{"
+                    "\"model.layers.1.mlp.up_proj.qweight\":\"model-00001-of-00003.safetensors\","
+                    "\"model.layers.1.mlp.up_proj.qzeros\":\"model-00002-of-00003.safetensors\","
+                    "\"model.layers.1.mlp.up_proj.scales\":\"model-00002-of-00003.safetensors\"}}");
+    write_awq_shards(dir, 0);
+    vg_golden_import_args a = import_args(NULL, "model.layers.1.mlp.up_proj");
+    a.checkpoint = dir;
+    import_verify_cuda(&a); /* awq */
+    unlink(idx);
+    a = import_args(st, "m.q_proj");
+    write_gptq(st, 1, NULL);
+    a.format = "gptq";
+    import_verify_cuda(&a);
+    write_gptq(st, 0, NULL);
+    a.format = "gptq_v2";
+    import_verify_cuda(&a);
+    a = import_args(st, "l.o_proj");
+    write_nvfp4(st, 0, 4.0f, 0);
+    import_verify_cuda(&a);
+    write_nvfp4(st, 1, 3.0f, 0);
+    import_verify_cuda(&a);
+    write_mxfp4(st, 0);
+    a = import_args(st, "model.layers.0.mlp.experts.gate_up_proj");
+    a.path = VG_PATH_GROUPED;
+    import_verify_cuda(&a);
+    a.rows = "gate";
+    a.path = VG_PATH_MOE;
+    int32_t routing[XE] = {4, 0, 1};
+    a.routing = routing;
+    a.routing_count = XE;
+    import_verify_cuda(&a);
+    vgtest_rmtree(dir);
+    free(dir);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1231,6 +1290,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_import_experts_gather),
         cmocka_unit_test(test_import_bad_checkpoints),
         cmocka_unit_test(test_cli_import_checkpoint),
+        cmocka_unit_test(test_import_every_format_cuda),
     };
     return VGTEST_MAIN("golden_import", tests);
 }
