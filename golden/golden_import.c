@@ -399,7 +399,8 @@ static vg_status load(imp *im, const char *name, vg_st_dtype dt, int rank, const
             p[0] = '*', memmove(p + 1, p + 2, strlen(p + 2) + 1);
         return vg_fail(VG_ERR_FORMAT, "%s: tensor '%s' is %s %s; expected %s %s (%s)%s",
                        im->c.label, name, vg_st_dtype_name(t->dtype), have, vg_st_dtype_name(dt),
-                       exp, what, lead && t->rank >= 1 && e >= t->shape[0] ? ": too few experts" : "");
+                       exp, what,
+                       lead && t->rank >= 1 && e >= t->shape[0] ? ": too few experts" : "");
     }
     uint64_t bytes = (t->end - t->begin) / (uint64_t)(lead ? t->shape[0] : 1);
     if (lead && t->shape[0] == 0)
