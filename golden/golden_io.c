@@ -242,6 +242,7 @@ vg_status vg_golden_free(vg_golden_file *f)
     free(f->w_scale);
     free(f->w_zero);
     free(f->w_dequant);
+    free(f->provenance);
     for (int32_t i = 0; i < f->ncases && f->cases; i++) {
         free(f->cases[i].tokens);
         free(f->cases[i].offsets);
@@ -654,6 +655,8 @@ vg_status vg_golden_write(const char *file, const vg_golden_file *f)
     put_i32(&w, root, "schema_version", VG_GOLDEN_SCHEMA_VERSION);
     put_str(&w, root, "generator", f->generator[0] ? f->generator : VG_GOLDEN_GENERATOR);
     put_str(&w, root, "source", f->source[0] ? f->source : "synthetic");
+    if (f->provenance)
+        put_str(&w, root, "provenance", f->provenance);
     put_str(&w, root, "family", vg_family_name(f->family));
     put_str(&w, root, "path", vg_path_name(f->path));
     put_i32(&w, root, "N", f->n);
@@ -1479,6 +1482,13 @@ static vg_status read_all(reader *r, vg_golden_file *f)
         return st;
     if ((st = get_str(r, r->fid, "", "source", f->source, sizeof f->source)) != VG_OK)
         return st;
+    if (H5Aexists(r->fid, "provenance") > 0) { /* imported files only */
+        enum { PROVENANCE_MAX = 1 << 16 };
+        if (!(f->provenance = malloc(PROVENANCE_MAX)))
+            return ffail(r->file, VG_ERR_NO_MEMORY, "out of memory");
+        if ((st = get_str(r, r->fid, "", "provenance", f->provenance, PROVENANCE_MAX)) != VG_OK)
+            return st;
+    }
     if ((st = get_str(r, r->fid, "", "family", buf, sizeof buf)) != VG_OK)
         return st;
     if (vg_family_parse(buf, &f->family) != VG_OK)

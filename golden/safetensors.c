@@ -348,14 +348,26 @@ vg_status vg_st_read(const vg_safetensors *st, const vg_st_tensor *t, void *dst,
     if (bytes != t->end - t->begin)
         return st_fail(VG_ERR_INVALID_ARG, "safetensors: tensor '%s' has %llu bytes, not %zu",
                        t->name, (unsigned long long)(t->end - t->begin), bytes);
+    return vg_st_read_at(st, t, 0, dst, bytes);
+}
+
+vg_status vg_st_read_at(const vg_safetensors *st, const vg_st_tensor *t, uint64_t offset,
+                        void *dst, size_t bytes)
+{
+    if (!st || !t || (!dst && bytes))
+        return st_fail(VG_ERR_INVALID_ARG, "safetensors: NULL argument");
+    if (offset > t->end - t->begin || bytes > t->end - t->begin - offset)
+        return st_fail(VG_ERR_INVALID_ARG, "safetensors: tensor '%s' has %llu bytes; %zu bytes "
+                       "at %llu lie outside it", t->name, (unsigned long long)(t->end - t->begin),
+                       bytes, (unsigned long long)offset);
     if (st->mem) {
-        memcpy(dst, st->mem + st->data_start + t->begin, bytes);
+        memcpy(dst, st->mem + st->data_start + t->begin + offset, bytes);
         return VG_OK;
     }
     FILE *fp = fopen(st->path, "rb");
     if (!fp)
         return st_fail(VG_ERR_IO, "%s: cannot open: %s", st->path, strerror(errno));
-    int ok = fseeko(fp, (off_t)(st->data_start + t->begin), SEEK_SET) == 0 &&
+    int ok = fseeko(fp, (off_t)(st->data_start + t->begin + offset), SEEK_SET) == 0 &&
              fread(dst, 1, bytes, fp) == bytes;
     fclose(fp);
     if (!ok)

@@ -64,5 +64,9 @@ vg_status vg_st_find(const vg_safetensors *st, const char *name, const vg_st_ten
 /* Copies a tensor's bytes (little-endian, as stored) into dst of `bytes`
  * (must equal end - begin). */
 vg_status vg_st_read(const vg_safetensors *st, const vg_st_tensor *t, void *dst, size_t bytes);
+/* Copies `bytes` bytes of a tensor starting `offset` bytes into it (one
+ * expert of a fused [E][...] tensor); the range must lie inside the tensor. */
+vg_status vg_st_read_at(const vg_safetensors *st, const vg_st_tensor *t, uint64_t offset,
+                        void *dst, size_t bytes);
 
 #endif

@@ -64,6 +64,10 @@ typedef struct vg_golden_file {
     uint64_t seed;
     char generator[64];     /* VG_GOLDEN_GENERATOR of the writer */
     char source[256];       /* "synthetic" or "safetensors:<file>:<tensor>" */
+    /* Imported files: what the importer detected and read (format, source
+     * tensors, shard files and their SHA-256), one line; NULL otherwise.
+     * Owned (malloc'ed), freed by vg_golden_free. */
+    char *provenance;
     /* 1: w_q/w_scale/w_zero/w_tensor_scale/w_dequant are datasets of the
      * file.  0: the weight is too big to commit and is regenerated from
      * (family, N, K, groups, seed) when the file is read, then checked
@@ -219,15 +223,30 @@ void vg_golden_compare(const float *y, const float *y_ref, size_t count, double 
 /* ---- importing ------------------------------------------------------------------ */
 
 typedef struct vg_golden_import_args {
-    const char *safetensors;  /* file */
-    const char *weight;       /* tensor name: [N][K] or [G][N][K] */
+    const char *safetensors;  /* one file; or NULL with `checkpoint` */
+    const char *checkpoint;   /* a model folder (model.safetensors.index.json, or one
+                               * model.safetensors); tensors resolve through weight_map */
+    const char *weight;       /* the weight: a tensor name, or a module prefix whose
+                               * tensors give the format (golden/SCHEMA.md, "Imported
+                               * checkpoints"); NULL when `experts` is given */
     const char *scale;        /* F8_E4M3 weights: the scale tensor; NULL = "<weight>_scale_inv" */
-    int have_family;          /* family given (required unless the weight is F8_E4M3) */
+    const char *format;       /* force a source format (vg_golden_import_format_names); NULL: detect */
+    int have_family;          /* quantize a float weight to `family` instead of taking it as stored */
     vg_family family;
     vg_path path;             /* dense unless asked (G > 1 needs grouped/loop/moe) */
     int32_t tokens;           /* tokens per group (dense: M); default 1 */
+    const int32_t *routing;   /* moe: tokens of each expert (routing_count = groups); NULL: `tokens` */
+    int32_t routing_count;
     uint64_t seed;            /* of the synthetic activations */
+    const char *experts;      /* per-expert 2-D weights: a name with "{e}" for the expert index */
+    int have_expert_range;    /* take experts [expert_begin, expert_end) (also of a fused 3-D tensor) */
+    int32_t expert_begin, expert_end;
+    const char *rows;         /* "all" (default), "gate" (even rows) or "up" (odd rows): a fused
+                               * gate_up weight whose rows interleave gate and up (gpt-oss) */
 } vg_golden_import_args;
+
+/* The source format names `format` takes, comma-separated, for messages. */
+const char *vg_golden_import_format_names(void);
 
 vg_status vg_golden_import(const vg_golden_import_args *a, vg_golden_file *out);
 
