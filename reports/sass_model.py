@@ -415,6 +415,8 @@ def run_model(lines, res_text, arch_override, machine_name, bandwidth_gbs):
     for name, arch, instrs, labels in iter_functions(lines):
         if not parse_kernel_name(name):
             continue
+        if arch_override and arch and arch != arch_override:
+            continue    # a fat binary's other arch
         arch = arch_override or arch
         if arch not in ARCHS:
             raise ValueError(f"unknown or missing arch {arch!r} for {name} (have {', '.join(sorted(ARCHS))}; "
@@ -473,7 +475,8 @@ def main(argv=None):
     ap.add_argument("listing", nargs="?", help="a cuobjdump -sass listing ('-' for stdin)")
     ap.add_argument("--object", help="a .o/.cubin: run cuobjdump -sass and -res-usage on it")
     ap.add_argument("--res-usage", help="a cuobjdump -res-usage listing (registers, spills)")
-    ap.add_argument("--arch", choices=sorted(ARCHS), help="the SASS arch (default: from the listing)")
+    ap.add_argument("--arch", choices=sorted(ARCHS),
+                    help="the SASS arch (default: from the listing); with a fat binary, the only arch modelled")
     ap.add_argument("--machine", choices=sorted(MACHINES), help="default: v100 for sm_70, h100 for sm_90")
     ap.add_argument("--bandwidth-gbs", type=float, help="DRAM bandwidth to bound against (default: the machine's peak)")
     ap.add_argument("--json", help="write the rows as JSON here")
