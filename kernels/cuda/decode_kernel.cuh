@@ -55,12 +55,6 @@
 
 #include "gemm_kernel.cuh"
 
-/* The Volta-native loop (quadpair layout, above). */
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700 && __CUDA_ARCH__ < 750
-#define VG_DECODE_QUADPAIR 1
-#else
-#define VG_DECODE_QUADPAIR 0
-#endif
 
 template <class Deq, int NI, int WK, int MT, int UU>
 struct DecodeCfg {
@@ -97,7 +91,7 @@ struct DecodeCfg {
      * against 17.2).  32-row plans keep nvcc's choice: the cap made the
      * 4-warp one slower (fp8 wo_a 12.2 us against 11.2 at its own 184) and
      * others spill.  H200, kernels/cuda/NOTES.md, session 4. */
-#if VG_DECODE_QUADPAIR
+#if VG_QUADPAIR
     /* SM70 holds four times the sums per thread (kAccE) and, for a
      * per-row post-scale, four more scales per step: a plan whose W
      * registers, sums, scales and ~48 others come near the 128-register
@@ -166,7 +160,7 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     const int g = p.offsets ? (int)blockIdx.y / p.mtiles : 0;
     const int N = p.w.n, K = p.w.k;
     const int wk = threadIdx.x >> 5, lane = threadIdx.x & 31;
-#if VG_DECODE_QUADPAIR
+#if VG_QUADPAIR
     /* Thread i of quadpair lq: the rows of index i, K chunk lq. */
     const int lg = (lane & 3) | ((lane >> 4) << 2), lq = (lane >> 2) & 3;
     constexpr int kAccE = 16; /* [row half][m8n8k4 D element] */
@@ -214,7 +208,7 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
         wrow_8[j] = (size_t)(nr[j][1] - nr[j][0]) * wrow;
         asm volatile("" : "+l"(wrow_g[j]), "+l"(wrow_8[j]));
     }
-#if VG_DECODE_QUADPAIR
+#if VG_QUADPAIR
     /* The rows of the sums a thread holds (mma884's D layout): per row half,
      * (lane&1) + 4(lane>>4) and the row two past it. */
     int out_rows[NI][4];
@@ -230,7 +224,7 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
      * rows, of which only the post-scales are kept). */
     auto load_scales = [&](int k0, int j, StepScales &s) {
         Deq::load_step(p.w, g, nr[j][0], nr[j][1], k0, lq, s);
-#if VG_DECODE_QUADPAIR
+#if VG_QUADPAIR
         if constexpr (Deq::kPostScale && Deq::kPostPerBlock) {
 #pragma unroll
             for (int x = 0; x < 4; x++)
@@ -382,7 +376,7 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
          * the others, which add into acc, measured no gain from it).
          * SM70 already has two chains (the two row halves) and four
          * times the sums per thread, so it keeps one. */
-        constexpr int CH = Deq::kPostScale && !VG_DECODE_QUADPAIR ? 2 : 1;
+        constexpr int CH = Deq::kPostScale && !VG_QUADPAIR ? 2 : 1;
         float t[CH][NI][MT][kAccE];
 #pragma unroll
         for (int x = 0; x < CH; x++)
@@ -428,7 +422,7 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
 #pragma unroll
                     for (int s = 0; s < 4; s++) {
                         float *c = Deq::kPostScale ? t[s % CH][j][m] : acc[j][m];
-#if VG_DECODE_QUADPAIR
+#if VG_QUADPAIR
                         mma884(c, a0[2 * s], a0[2 * s + 1], b[m][2 * s], b[m][2 * s + 1]);
                         mma884(c + 8, a1[2 * s], a1[2 * s + 1], b[m][2 * s], b[m][2 * s + 1]);
 #else
@@ -444,15 +438,20 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
             for (int j = 0; j < NI; j++)
 #pragma unroll
                 for (int m = 0; m < MT; m++) {
+#if VG_QUADPAIR
 #pragma unroll
-                    for (int e = 0; e < kAccE; e++) {
-                        const float sum = CH > 1 ? t[0][j][m][e] + t[CH - 1][j][m][e] : t[0][j][m][e];
-#if VG_DECODE_QUADPAIR
-                        acc[j][m][e] += scs[j].post_out[2 * (e >> 3) + ((e >> 1) & 1)] * sum;
+                    for (int e = 0; e < kAccE; e++)
+                        acc[j][m][e] += scs[j].post_out[2 * (e >> 3) + ((e >> 1) & 1)] * t[0][j][m][e];
 #else
-                        acc[j][m][e] += scs[j].post[e >> 1] * sum;
+                    float sum[4];
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        sum[e] = CH > 1 ? t[0][j][m][e] + t[CH - 1][j][m][e] : t[0][j][m][e];
+                    acc[j][m][0] += scs[j].post[0] * sum[0];
+                    acc[j][m][1] += scs[j].post[0] * sum[1];
+                    acc[j][m][2] += scs[j].post[1] * sum[2];
+                    acc[j][m][3] += scs[j].post[1] * sum[3];
 #endif
-                    }
                 }
         }
     };
@@ -495,7 +494,7 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     }
     cp_async_wait<0>();
 
-#if VG_DECODE_QUADPAIR
+#if VG_QUADPAIR
     /* Each quadpair summed its own K chunks of every output: add them
      * (every lane of a quadpair position ends with the same four-way sum,
      * in the same order), then quadpair lq keeps a quarter of them. */

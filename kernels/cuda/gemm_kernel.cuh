@@ -24,7 +24,14 @@
  * permutation, so the dot products are unchanged (only their order).
  *   SM80+   mma.sync.aligned.m16n8k16 (under __CUDA_ARCH__ >= 800)
  *   SM75    two mma.sync.aligned.m16n8k8
- *   SM70    mma.sync.aligned.m8n8k4 (under 700 <= __CUDA_ARCH__ < 750)
+ *   SM70    mma.sync.aligned.m8n8k4 in its own layout (VG_QUADPAIR): a
+ *           warp's m8n8k4 is four 8x8x4 products, one per quadpair, so
+ *           quadpair p takes rows 8(p&1).. of each 16-row X tile and columns
+ *           8(p>>1).. of each pair of 8-column W tiles (a 16x16 output per
+ *           instruction), and its thread i holds X row i and W row i, all 64
+ *           K of a chunk in four runs of 16 (each W element is decoded by
+ *           two quadpairs, as each X element is loaded by two).  The sums
+ *           are the m16n8k16 ones in another place (out_row / out_col).
  *   other   FP32 FMA emulation through warp shuffles (correct, slow)
  *
  * Output: split 1 writes Y (FP32 or FP16) directly; split S > 1 writes FP32
@@ -116,6 +123,15 @@ static __device__ __forceinline__ void cp_async_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 #endif
 }
+
+/* SM70 (Volta) runs both mainloops in mma884's own layout (VG_QUADPAIR:
+ * the decode kernel's and vg_gemm_kernel's comments say how); later archs
+ * use m16n8k16. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700 && __CUDA_ARCH__ < 750
+#define VG_QUADPAIR 1
+#else
+#define VG_QUADPAIR 0
+#endif
 
 /* Volta's own MMA: each quadpair p (lanes 4p..4p+3 and 4p+16..4p+19)
  * multiplies its 8x4 A by its 4x8 B into its 8x8 D.  Thread i of the
@@ -364,7 +380,24 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int wk = warp % WK, wn = (warp / WK) % WN, wm = warp / (WK * WN);
+    /* Block-tile row and column of sum e of acc[i][j]. */
+#if VG_QUADPAIR
+    static_assert(NI % 2 == 0, "SM70 takes W tiles in pairs (16 columns per quadpair product)");
+    const int qp = (lane >> 2) & 3, qi = (lane & 3) | ((lane >> 4) << 2);
+    /* acc[i][2jp], acc[i][2jp+1] are mma884's D (elements d = 4 (j&1) + e) */
+    auto out_row = [&](int i, int j, int e) {
+        const int d = 4 * (j & 1) + e;
+        return wm * C::WTM + i * 16 + 8 * (qp & 1) + (lane & 1) + (d & 2) + 4 * (lane >> 4);
+    };
+    auto out_col = [&](int j, int e) {
+        const int d = 4 * (j & 1) + e;
+        return wn * C::WTN + (j >> 1) * 16 + 8 * (qp >> 1) + (d & 4) + (lane & 2) + (d & 1);
+    };
+#else
     const int lr = lane >> 2, lq = lane & 3;
+    auto out_row = [&](int i, int, int e) { return wm * C::WTM + i * 16 + lr + 8 * (e >> 1); };
+    auto out_col = [&](int j, int e) { return wn * C::WTN + j * 8 + 2 * lq + (e & 1); };
+#endif
 
     float acc[MI][NI][4];
     float tmp[Deq::kPostScale ? MI : 1][Deq::kPostScale ? NI : 1][4];
@@ -389,8 +422,13 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
             return;
 #pragma unroll
         for (int j = 0; j < NI; j++) {
+#if VG_QUADPAIR
+            /* sums 0, 2 are one column, 1, 3 the next, here too */
+            const int nc0 = min(n0 + out_col(j, 0), p.w.n - 1), nc1 = min(n0 + out_col(j, 1), p.w.n - 1);
+#else
             const int nc = n0 + wn * C::WTN + j * 8 + 2 * lq;
             const int nc0 = min(nc, p.w.n - 1), nc1 = min(nc + 1, p.w.n - 1);
+#endif
             const float s0 = Deq::postscale(p.w, g, nc0, kb);
             const float s1 = Deq::postscale(p.w, g, nc1, kb);
 #pragma unroll
@@ -445,6 +483,41 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
                     cur_kb = kb;
                 }
             }
+#if VG_QUADPAIR
+            /* Four runs of 16 K: X row qi of each 16-row tile's half qp&1,
+             * W row qi of each 16-column pair's half qp>>1. */
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                const int kr = kc + 16 * c;
+                uint32_t xa[MI][8];
+#pragma unroll
+                for (int i = 0; i < MI; i++) {
+                    const uint8_t *src =
+                        xst + (wm * C::WTM + i * 16 + 8 * (qp & 1) + qi) * C::kXStride + kr * 2;
+                    const uint4 u0 = *reinterpret_cast<const uint4 *>(src);
+                    const uint4 u1 = *reinterpret_cast<const uint4 *>(src + 16);
+                    xa[i][0] = u0.x; xa[i][1] = u0.y; xa[i][2] = u0.z; xa[i][3] = u0.w;
+                    xa[i][4] = u1.x; xa[i][5] = u1.y; xa[i][6] = u1.z; xa[i][7] = u1.w;
+                }
+#pragma unroll
+                for (int jp = 0; jp < NI / 2; jp++) {
+                    const int nr = wn * C::WTN + jp * 16 + 8 * (qp >> 1) + qi; /* row of the W tile */
+                    uint32_t pre = 0;
+                    if constexpr (Deq::kPreScale)
+                        pre = Deq::prescale(p.w, g, min(n0 + nr, p.w.n - 1), min(k0 + kr, p.w.k - 1));
+                    uint32_t b[8];
+                    Deq::decode16(wst + nr * C::kWStride + kr * Deq::kBits / 8, pre, b);
+#pragma unroll
+                    for (int s = 0; s < 4; s++)
+#pragma unroll
+                        for (int i = 0; i < MI; i++) {
+                            float *d = Deq::kPostScale ? &tmp[Deq::kPostScale ? i : 0][Deq::kPostScale ? 2 * jp : 0][0]
+                                                       : &acc[i][2 * jp][0];
+                            mma884(d, xa[i][2 * s], xa[i][2 * s + 1], b[2 * s], b[2 * s + 1]);
+                        }
+                }
+            }
+#else
             /* X: 16 consecutive K (this thread's q slice) of rows lr, lr+8. */
             uint32_t xa[MI][2][8];
 #pragma unroll
@@ -480,6 +553,7 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
                             mma16816(acc[i][j], a, b[2 * s], b[2 * s + 1]);
                     }
             }
+#endif
         }
     }
     cp_async_wait<0>();
@@ -490,9 +564,7 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
         __syncthreads(); /* every warp is done with the pipeline's shared memory */
         float *red = reinterpret_cast<float *>(smem);
         auto slot = [&](int w, int i, int j, int e) -> float & {
-            const int row = wm * C::WTM + i * 16 + lr + 8 * (e >> 1);
-            const int col = wn * C::WTN + j * 8 + 2 * lq + (e & 1);
-            return red[((w - 1) * BM + row) * BN + col];
+            return red[((w - 1) * BM + out_row(i, j, e)) * BN + out_col(j, e)];
         };
         if (wk > 0)
 #pragma unroll
@@ -524,8 +596,7 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
         for (int j = 0; j < NI; j++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int r = wm * C::WTM + i * 16 + lr + 8 * (e >> 1);
-                const int col = n0 + wn * C::WTN + j * 8 + 2 * lq + (e & 1);
+                const int r = out_row(i, j, e), col = n0 + out_col(j, e);
                 if (r >= rows || col >= N)
                     continue;
                 const size_t idx = (size_t)(row0 + r) * N + col;
