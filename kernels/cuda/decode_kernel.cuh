@@ -35,16 +35,17 @@
  * SM70 (Volta) runs the same loop in its own MMA layout, with no operand
  * shuffle: its m8n8k4 (mma884, gemm_kernel.cuh) is four independent 8x8x4
  * products, one per quadpair, and thread i of a quadpair holds one row of
- * A and one column of B, four consecutive K each.  So on SM70 a thread
- * takes the role (g, q) = (i, quadpair): rows i and i+8 of each tile, the
- * 16 elements of K chunk q in each half (the same bytes per lane as above,
- * only dealt out differently), and X token i of that chunk.  Each quadpair
- * then multiplies all 16 rows by all 8 tokens over its own K chunks: an
- * MMA takes a thread's pair registers 2s and 2s+1 (four elements, in the
- * Deq's pair order) with the same registers of X, rows i (mma on the row-g
- * registers) and i+8 (on the row-g+8 ones) into two 8x8 accumulators.  The
- * four quadpairs' partial sums are added by two shuffles after the loop,
- * once per kernel; a thread holds 16 sums per tile instead of 4.
+ * A and one column of B, four consecutive K each.  So on SM70 quadpair p
+ * takes row half p&1 of each 16-row tile and the pair of K chunks 2(p>>1),
+ * 2(p>>1)+1 of each half step; its thread i decodes row 8(p&1) + i of
+ * those two chunks (32 elements, the same bytes per lane as above, only
+ * dealt out differently: the registers [2] that hold rows g and g+8 above
+ * hold the two chunks here) and reads X token i of them.  An MMA takes a
+ * thread's pair registers 2s and 2s+1 of one chunk (four elements, in the
+ * Deq's pair order) with the same registers of X, into the quadpair's 8x8
+ * sums of its row half.  The two quadpairs of a row half hold partial sums
+ * over different chunks, added by one shuffle after the loop, once per
+ * kernel; a thread holds 8 sums per tile and token tile instead of 4.
  *
  * The WK partial sums are added in fixed order through shared memory, and
  * split-K partials go to the workspace for vg_splitk_reduce_kernel, so the
@@ -92,15 +93,17 @@ struct DecodeCfg {
      * 4-warp one slower (fp8 wo_a 12.2 us against 11.2 at its own 184) and
      * others spill.  H200, kernels/cuda/NOTES.md, session 4. */
 #if VG_QUADPAIR
-    /* SM70 holds four times the sums per thread (kAccE) and, for a
-     * per-row post-scale, four more scales per step: a plan whose W
-     * registers, sums, scales and ~48 others come near the 128-register
+    /* SM70 holds twice the sums per thread (kAccE) and, for a per-row
+     * post-scale, two more scales per step: a plan whose W
+     * registers, sums, scales and ~56 others come near the 128-register
      * cap (fp8 with 16 tokens or 4 steps in flight, awq, mxfp4) keeps 12
-     * warps per SM instead of 16 rather than spill.  12 warps still hold
-     * 48-96 KB of W per SM, against the ~7 KB a V100 needs in flight. */
-    static constexpr int kRegEstimate = UW * NI * 4 * kWords + NI * MT * 16 * (Deq::kPostScale ? 2 : 1) +
-                                        (Deq::kPostScale && !Deq::kPostPerBlock ? UW * NI * 4 : 0) + 48;
-    static constexpr int kMinBlocks = NI == 1 && WK < 16 ? (kRegEstimate > 120 ? 12 : 16) / WK : 1;
+     * warps per SM instead of 16, or 8 past 160, rather than spill.  8
+     * warps still hold 32 KB or more of W per SM, against the ~7 KB a
+     * V100 needs in flight. */
+    static constexpr int kRegEstimate = UW * NI * 4 * kWords + NI * MT * 8 * (Deq::kPostScale ? 2 : 1) +
+                                        (Deq::kPostScale && !Deq::kPostPerBlock ? UW * NI * 2 : 0) + 56;
+    static constexpr int kMinBlocks =
+        NI == 1 && WK < 16 ? (kRegEstimate > 160 ? 8 : kRegEstimate > 120 ? 12 : 16) / WK : 1;
 #else
     static constexpr int kMinBlocks = NI == 1 && WK < 16 ? 16 / WK : 1;
 #endif
@@ -160,12 +163,15 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     const int g = p.offsets ? (int)blockIdx.y / p.mtiles : 0;
     const int N = p.w.n, K = p.w.k;
     const int wk = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    /* The thread's weight row in a tile (its first, on SM80+: g and g+8),
+     * token in a token tile and 16-element K chunk in a half step. */
 #if VG_QUADPAIR
-    /* Thread i of quadpair lq: the rows of index i, K chunk lq. */
-    const int lg = (lane & 3) | ((lane >> 4) << 2), lq = (lane >> 2) & 3;
-    constexpr int kAccE = 16; /* [row half][m8n8k4 D element] */
+    const int qi = (lane & 3) | ((lane >> 4) << 2), rh = (lane >> 2) & 1, kp = (lane >> 3) & 1;
+    const int lrow = 8 * rh + qi, ltok = qi, lq = 2 * kp;
+    constexpr int kAccE = 8;  /* mma884's D */
 #else
     const int lg = lane >> 2, lq = lane & 3;
+    const int lrow = lg, ltok = lg;
     constexpr int kAccE = 4;  /* the m16n8k16 C fragment */
 #endif
     const int n0 = blockIdx.x * C::BN;
@@ -203,39 +209,47 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     for (int j = 0; j < NI; j++) {
 #pragma unroll
         for (int r = 0; r < 2; r++)
-            nr[j][r] = min(n0 + 16 * j + lg + 8 * r, N - 1);
+            nr[j][r] = min(n0 + 16 * j + lrow + (VG_QUADPAIR ? 0 : 8 * r), N - 1);
         wrow_g[j] = wq + (size_t)nr[j][0] * wrow + (size_t)lq * 16 * Deq::kBits / 8;
+#if VG_QUADPAIR
+        wrow_8[j] = 16 * Deq::kBits / 8; /* to the second chunk, same row */
+#else
         wrow_8[j] = (size_t)(nr[j][1] - nr[j][0]) * wrow;
+#endif
         asm volatile("" : "+l"(wrow_g[j]), "+l"(wrow_8[j]));
     }
 #if VG_QUADPAIR
-    /* The rows of the sums a thread holds (mma884's D layout): per row half,
-     * (lane&1) + 4(lane>>4) and the row two past it. */
-    int out_rows[NI][4];
+    /* The rows of the sums a thread holds (mma884's D layout):
+     * (lane&1) + 4(lane>>4) of its row half, and the row two past it. */
+    int out_rows[NI][2];
 #pragma unroll
     for (int j = 0; j < NI; j++)
 #pragma unroll
-        for (int x = 0; x < 4; x++)
-            out_rows[j][x] = min(n0 + 16 * j + 8 * (x >> 1) + 2 * (x & 1) + (lane & 1) + 4 * (lane >> 4), N - 1);
+        for (int x = 0; x < 2; x++)
+            out_rows[j][x] = min(n0 + 16 * j + 8 * rh + 2 * x + (lane & 1) + 4 * (lane >> 4), N - 1);
 #endif
-    /* A step's scales of tile j: the decoded rows' from Deq::load_step, and
-     * on SM70 the post-scales of the rows whose sums the thread holds (the
-     * same block scale where the family has one; else load_step of those
+    /* A step's scales of tile j from Deq::load_step.  On SM70 pre[c][h] is
+     * chunk lq + c of the thread's one row (load_step of that row for each
+     * chunk), and post_out the post-scales of the rows whose sums it holds
+     * (the block scale where the family has one; else load_step of those
      * rows, of which only the post-scales are kept). */
     auto load_scales = [&](int k0, int j, StepScales &s) {
-        Deq::load_step(p.w, g, nr[j][0], nr[j][1], k0, lq, s);
 #if VG_QUADPAIR
-        if constexpr (Deq::kPostScale && Deq::kPostPerBlock) {
+        StepScales second;
+        Deq::load_step(p.w, g, nr[j][0], nr[j][0], k0, lq, s);
+        Deq::load_step(p.w, g, nr[j][0], nr[j][0], k0, lq + 1, second);
 #pragma unroll
-            for (int x = 0; x < 4; x++)
-                s.post_out[x] = s.post[x >> 1];
+        for (int h = 0; h < 2; h++)
+            s.pre[1][h] = second.pre[0][h];
+        if constexpr (Deq::kPostScale && Deq::kPostPerBlock) {
+            s.post_out[0] = s.post_out[1] = s.post[0];
         } else if constexpr (Deq::kPostScale) {
-            StepScales lo, hi;
-            Deq::load_step(p.w, g, out_rows[j][0], out_rows[j][1], k0, lq, lo);
-            Deq::load_step(p.w, g, out_rows[j][2], out_rows[j][3], k0, lq, hi);
-            s.post_out[0] = lo.post[0], s.post_out[1] = lo.post[1];
-            s.post_out[2] = hi.post[0], s.post_out[3] = hi.post[1];
+            StepScales out;
+            Deq::load_step(p.w, g, out_rows[j][0], out_rows[j][1], k0, lq, out);
+            s.post_out[0] = out.post[0], s.post_out[1] = out.post[1];
         }
+#else
+        Deq::load_step(p.w, g, nr[j][0], nr[j][1], k0, lq, s);
 #endif
     };
     /* Bytes of the first k elements of a row, in 32 bits (K < 2^31). */
@@ -307,7 +321,7 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
             for (int r = 0; r < 2; r++)
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    const size_t off = (size_t)(k0 + 64 * h + 16 * lq) * Deq::kBits / 8;
+                    const size_t off = (size_t)(k0 + 64 * h + 16 * (lq + (VG_QUADPAIR ? r : 0))) * Deq::kBits / 8;
                     const uint8_t *src = wq + (size_t)nr[j][r] * wrow;
 #pragma unroll
                     for (int e = 0; e < KW; e++)
@@ -366,7 +380,7 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     int xrow[MT];
 #pragma unroll
     for (int m = 0; m < MT; m++)
-        xrow[m] = min(8 * m + lg, rows - 1) * XS + 16 * lq;
+        xrow[m] = min(8 * m + ltok, rows - 1) * XS + 16 * lq;
 
     /* One step: its W (registers) times its X (ring slot), into acc. */
     auto compute = [&](const uint32_t (&w)[NI][2][2][KW], const StepScales (&scs)[NI], const uint16_t *slot) {
@@ -389,6 +403,48 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
                         t[x][j][m][e] = 0.0f;
 #pragma unroll
         for (int h = 0; h < 2; h++) {
+#if VG_QUADPAIR
+            /* X token ltok of the thread's two chunks, in the weight's pairs */
+            uint32_t b[2][MT][8];
+#pragma unroll
+            for (int cc = 0; cc < 2; cc++)
+#pragma unroll
+                for (int m = 0; m < MT; m++) {
+                    const uint4 *xp = reinterpret_cast<const uint4 *>(slot + xrow[m] + 64 * h + 16 * cc);
+#pragma unroll
+                    for (int t = 0; t < 2; t++) {
+                        const uint4 v = xp[t];
+                        if constexpr (Deq::kPairs == VG_PAIRS_NIBBLE) {
+                            b[cc][m][4 * t] = __byte_perm(v.x, v.z, 0x5410u);
+                            b[cc][m][4 * t + 1] = __byte_perm(v.x, v.z, 0x7632u);
+                            b[cc][m][4 * t + 2] = __byte_perm(v.y, v.w, 0x5410u);
+                            b[cc][m][4 * t + 3] = __byte_perm(v.y, v.w, 0x7632u);
+                        } else if constexpr (Deq::kPairs == VG_PAIRS_STRIDE2) {
+                            b[cc][m][4 * t] = __byte_perm(v.x, v.y, 0x5410u);
+                            b[cc][m][4 * t + 1] = __byte_perm(v.x, v.y, 0x7632u);
+                            b[cc][m][4 * t + 2] = __byte_perm(v.z, v.w, 0x5410u);
+                            b[cc][m][4 * t + 3] = __byte_perm(v.z, v.w, 0x7632u);
+                        } else {
+                            b[cc][m][4 * t] = v.x, b[cc][m][4 * t + 1] = v.y;
+                            b[cc][m][4 * t + 2] = v.z, b[cc][m][4 * t + 3] = v.w;
+                        }
+                    }
+                }
+#pragma unroll
+            for (int j = 0; j < NI; j++)
+#pragma unroll
+                for (int cc = 0; cc < 2; cc++) {
+                    uint32_t a[8];
+                    Deq::decode_words(w[j][cc][h], scs[j].pre[cc][h], a);
+#pragma unroll
+                    for (int m = 0; m < MT; m++)
+#pragma unroll
+                        for (int s = 0; s < 4; s++)
+                            mma884(Deq::kPostScale ? t[0][j][m] : acc[j][m], a[2 * s], a[2 * s + 1],
+                                   b[cc][m][2 * s], b[cc][m][2 * s + 1]);
+                }
+        }
+#else
             uint32_t b[MT][8];
 #pragma unroll
             for (int m = 0; m < MT; m++) {
@@ -422,17 +478,13 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
 #pragma unroll
                     for (int s = 0; s < 4; s++) {
                         float *c = Deq::kPostScale ? t[s % CH][j][m] : acc[j][m];
-#if VG_QUADPAIR
-                        mma884(c, a0[2 * s], a0[2 * s + 1], b[m][2 * s], b[m][2 * s + 1]);
-                        mma884(c + 8, a1[2 * s], a1[2 * s + 1], b[m][2 * s], b[m][2 * s + 1]);
-#else
                         const uint32_t a[4] = {a0[2 * s], a1[2 * s], a0[2 * s + 1], a1[2 * s + 1]};
                         mma16816(c, a, b[m][2 * s], b[m][2 * s + 1]);
-#endif
                     }
                 }
             }
         }
+#endif
         if constexpr (Deq::kPostScale) {
 #pragma unroll
             for (int j = 0; j < NI; j++)
@@ -441,7 +493,7 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
 #if VG_QUADPAIR
 #pragma unroll
                     for (int e = 0; e < kAccE; e++)
-                        acc[j][m][e] += scs[j].post_out[2 * (e >> 3) + ((e >> 1) & 1)] * t[0][j][m][e];
+                        acc[j][m][e] += scs[j].post_out[(e >> 1) & 1] * t[0][j][m][e];
 #else
                     float sum[4];
 #pragma unroll
@@ -495,22 +547,20 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     cp_async_wait<0>();
 
 #if VG_QUADPAIR
-    /* Each quadpair summed its own K chunks of every output: add them
-     * (every lane of a quadpair position ends with the same four-way sum,
-     * in the same order), then quadpair lq keeps a quarter of them. */
+    /* The two quadpairs of a row half (lanes 8 apart) summed its outputs
+     * over different chunks: add them (both end with the same sum), then
+     * each keeps half of them. */
 #pragma unroll
     for (int j = 0; j < NI; j++)
 #pragma unroll
         for (int m = 0; m < MT; m++)
 #pragma unroll
-            for (int e = 0; e < kAccE; e++) {
-                acc[j][m][e] += __shfl_xor_sync(0xFFFFFFFFu, acc[j][m][e], 4);
+            for (int e = 0; e < kAccE; e++)
                 acc[j][m][e] += __shfl_xor_sync(0xFFFFFFFFu, acc[j][m][e], 8);
-            }
-    /* Token and weight row of element e = 8 * (row half) + (mma884 D element). */
+    /* Token and weight row of mma884 D element e. */
     auto tok = [&](int m, int e) { return 8 * m + (e & 4) + (lane & 2) + (e & 1); };
-    auto wrow_of = [&](int j, int e) { return 16 * j + 8 * (e >> 3) + (lane & 1) + (e & 2) + 4 * (lane >> 4); };
-    auto owns = [&](int e) { return (e & 3) == lq; };
+    auto wrow_of = [&](int j, int e) { return 16 * j + 8 * rh + (lane & 1) + (e & 2) + 4 * (lane >> 4); };
+    auto owns = [&](int e) { return (e & 1) == kp; };
 #else
     /* Token and weight row of fragment element e. */
     auto tok = [&](int m, int e) { return 8 * m + 2 * lq + (e & 1); };

@@ -77,9 +77,9 @@ struct StepScales {
     uint32_t pre[2][2]; /* [row][half]: decode_words' s */
     float post[2];      /* [row] */
     /* SM70's decode loop only (decode_kernel.cuh): its MMA leaves a thread
-     * the sums of four other rows than the two it decodes, whose
-     * post-scales these are, [row half][second row of the half]. */
-    float post_out[4];
+     * the sums of two other rows than the one it decodes, whose
+     * post-scales these are. */
+    float post_out[2];
 };
 
 /* ---- FP16 ------------------------------------------------------------------ */
