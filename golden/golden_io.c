@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "sha256.h"
 #include "voltgate/quant.h"
 
@@ -515,49 +516,6 @@ static vg_status check_seal(const char *file, int *unsealed)
     return VG_OK;
 }
 
-/* Removes the temporaries `<file>.tmp.<pid>` that writers killed before
- * their rename left behind (SIGKILL, a machine crash): those whose pid is
- * not alive (kill(pid, 0) fails with ESRCH).  A live pid's temporary is
- * left alone, whoever it belongs to; so is anything that is not a regular
- * file or whose suffix is not a plain decimal pid.  Best effort: errors are
- * ignored.  (A writer in another pid namespace sharing the folder would look
- * dead from here; golden files are not written that way.) */
-static void remove_stale_temporaries(const char *file)
-{
-    const char *slash = strrchr(file, '/');
-    char dir[4096];
-    const char *base = slash ? slash + 1 : file;
-    if (slash)
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash == file ? 1 : slash - file), file);
-    else
-        snprintf(dir, sizeof dir, ".");
-    char prefix[512];
-    if (!*base || (size_t)snprintf(prefix, sizeof prefix, "%s.tmp.", base) >= sizeof prefix)
-        return;
-    size_t plen = strlen(prefix);
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strncmp(e->d_name, prefix, plen) != 0)
-            continue;
-        const char *digits = e->d_name + plen;
-        size_t nd = strspn(digits, "0123456789");
-        if (nd == 0 || nd > 9 || digits[nd] != '\0' || digits[0] == '0')
-            continue;
-        long pid = strtol(digits, NULL, 10);
-        if (pid <= 0 || pid == (long)getpid())
-            continue;
-        if (!(kill((pid_t)pid, 0) == -1 && errno == ESRCH))
-            continue;
-        struct stat sb;
-        if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode))
-            unlinkat(dirfd(d), e->d_name, 0);
-    }
-    closedir(d);
-}
-
 /* The temporary a writer of `file` uses: `<file>.tmp.<pid>`. */
 static vg_status temp_name(const char *file, char *tmp, size_t size)
 {
@@ -622,7 +580,7 @@ vg_status vg_golden_write(const char *file, const vg_golden_file *f)
     char tmp[4096];
     if ((st = temp_name(file, tmp, sizeof tmp)) != VG_OK)
         return st;
-    remove_stale_temporaries(file);
+    vg_remove_stale_temporaries(file);
 
     /* The file is built in memory (HDF5's core driver, no backing store)
      * and written out by publish_image below: every disk error is then ours,
