@@ -45,6 +45,13 @@ int vg_parse_int(const char *s, size_t len, long long lo, long long hi, long lon
     return 0;
 }
 
+const char *vg_list_item(const char *s, size_t *len)
+{
+    const char *end = strchr(s, ',');
+    *len = end ? (size_t)(end - s) : strlen(s);
+    return end ? end + 1 : NULL;
+}
+
 static const char *file_kind(mode_t m)
 {
     return S_ISDIR(m) ? "a folder" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"

@@ -16,6 +16,12 @@
  * blanks, no '+', no trailing text, no overflow).  0 and *out set, or -1. */
 int vg_parse_int(const char *s, size_t len, long long lo, long long hi, long long *out);
 
+/* One item of a comma-separated list starting at s: *len is its length
+ * (up to the next ',' or the end; 0 for an empty item, which callers
+ * refuse by name); returns where the next item starts, NULL after the
+ * last. */
+const char *vg_list_item(const char *s, size_t *len);
+
 /* Opens path for reading without blocking on a FIFO (O_NONBLOCK, cleared
  * after the check) and refuses anything but a regular file, with a message
  * naming what it is ("is a folder, not a file", "is not a regular file (a

@@ -23,9 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
+#include "fileio.h"
 #include "internal.h"
 
 /* Longest gemm_lut_path accepted (PATH_MAX less the ".tmp.<pid>" suffix). */
@@ -297,11 +299,54 @@ vg_status vg_config_default(vg_config **out)
     return *out ? VG_OK : vg_fail(VG_ERR_NO_MEMORY, "kernel_config: out of memory");
 }
 
+/* What cJSON would misreport: the deepest nesting of [ and { outside
+ * strings (cJSON stops at CJSON_NESTING_LIMIT and names only the offset;
+ * *deepest_at is where it was reached), and the first string holding the
+ * escape \u0000 (cJSON ends the C string there, so a path would be cut
+ * short without a word; *nul_at is the string's offset, else left as is). */
+static int scan_json(const char *json, size_t *nul_at, size_t *deepest_at)
+{
+    int depth = 0, deepest = 0;
+    const char *string_start = NULL;
+    for (const char *p = json; *p; p++) {
+        if (string_start) {
+            if (*p == '\\') {
+                if (p[1] == 'u' && strncmp(p + 2, "0000", 4) == 0 && *nul_at == (size_t)-1)
+                    *nul_at = (size_t)(string_start - json);
+                if (p[1])
+                    p++;
+            } else if (*p == '"') {
+                string_start = NULL;
+            }
+        } else if (*p == '"') {
+            string_start = p;
+        } else if (*p == '[' || *p == '{') {
+            if (++depth > deepest) {
+                deepest = depth;
+                *deepest_at = (size_t)(p - json);
+            }
+        } else if (*p == ']' || *p == '}') {
+            depth--;
+        }
+    }
+    return deepest;
+}
+
 vg_status vg_config_parse(const char *json, vg_config **out)
 {
     if (!json || !out)
         return vg_fail(VG_ERR_INVALID_ARG, "vg_config_parse: NULL argument");
     *out = NULL;
+    size_t nul_at = (size_t)-1, deepest_at = 0;
+    int depth = scan_json(json, &nul_at, &deepest_at);
+    if (depth > CJSON_NESTING_LIMIT)
+        return vg_fail(VG_ERR_CONFIG,
+                       "kernel_config: nesting deeper than %d levels (at offset %zu)",
+                       CJSON_NESTING_LIMIT, deepest_at);
+    if (nul_at != (size_t)-1)
+        return vg_fail(VG_ERR_CONFIG,
+                       "kernel_config: the string at offset %zu holds \\u0000 (a NUL "
+                       "character), which no field takes", nul_at);
     const char *end = NULL;
     cJSON *doc = cJSON_ParseWithOpts(json, &end, 1);
     if (!doc) {
@@ -330,12 +375,20 @@ vg_status vg_config_load(const char *path, vg_config **out)
     if (!path || !out)
         return vg_fail(VG_ERR_INVALID_ARG, "vg_config_load: NULL argument");
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    char what[4200];
+    snprintf(what, sizeof what, "kernel_config %s", path);
+    int fd;
+    vg_status ost = vg_open_regular_file(what, path, &fd);
+    if (ost != VG_OK)
+        return ost;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
         return vg_fail(VG_ERR_IO, "kernel_config %s: %s", path, strerror(errno));
-    /* Refuse an oversized regular file before allocating for it. */
+    }
+    /* Refuse an oversized file before allocating for it. */
     struct stat sb;
-    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > (off_t)(16u << 20)) {
+    if (fstat(fileno(f), &sb) == 0 && sb.st_size > (off_t)(16u << 20)) {
         fclose(f);
         return vg_fail(VG_ERR_LIMIT, "kernel_config %s: larger than 16 MiB", path);
     }

@@ -176,15 +176,9 @@ vg_status vg_lut_prepare_path(const char *path)
                 break;
         }
     }
-    struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return vg_fail(VG_ERR_IO, "gemm_lut_path %s: %s is not a folder", path, dir);
-    if (access(dir, W_OK) != 0)
-        return vg_fail(VG_ERR_IO, "gemm_lut_path %s: folder %s is not writable: %s", path, dir,
-                       strerror(errno));
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return vg_fail(VG_ERR_IO, "gemm_lut_path %s: is a folder, not a file", path);
-    return VG_OK;
+    char what[4300];
+    snprintf(what, sizeof what, "gemm_lut_path %s", path);
+    return vg_check_output_path(what, path);
 }
 #define LUT_MAX_BYTES (64u << 20)
 
