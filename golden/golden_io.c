@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -473,21 +474,48 @@ static vg_status check_seal(const char *file, int *unsealed)
         return VG_OK;
     }
     if (got < sizeof head || memcmp(head, SEAL_MAGIC, strlen(SEAL_MAGIC)) != 0) {
+        /* A seal overwritten in place leaves the HDF5 image behind it. */
+        uint8_t sig[sizeof hdf5_signature];
+        size_t sgot = 0;
+        int at_seal_end = got == sizeof head &&
+                          !read_up_to(fd, sig, sizeof sig, &sgot) && sgot == sizeof sig &&
+                          !memcmp(sig, hdf5_signature, sizeof sig);
         close(fd);
+        if (at_seal_end)
+            return ffail(file, VG_ERR_FORMAT, "damaged: its first %d bytes, where the voltgate "
+                                       "seal belongs, hold no seal; an HDF5 signature follows "
+                                       "at byte %d (the seal was overwritten)",
+                         SEAL_BYTES, SEAL_BYTES);
         return ffail(file, VG_ERR_FORMAT, "not an HDF5 file (no HDF5 signature found, and no "
                                    "voltgate seal at its start)");
     }
-    /* The seal's text must be exactly what seal_image writes. */
+    /* The seal's text must be exactly what seal_image writes: bytes is
+     * plain digits (sscanf's %llu would take "-5" and wrap it). */
     char want_hex[65] = "";
     unsigned long long want_bytes = 0;
-    int used = 0;
+    int used = 0, digits_at = 0, digits_end = 0;
     const char *text = (const char *)head + strlen(SEAL_MAGIC);
+    long long parsed = 0;
     if (!memchr(head, '\0', sizeof head) ||
-        sscanf(text, "sha256 %64[0-9a-f]\nbytes %llu\n%n", want_hex, &want_bytes, &used) != 2 ||
-        used == 0 || strlen(want_hex) != 64) {
+        sscanf(text, "sha256 %64[0-9a-f]\nbytes %n%*[0-9]%n\n%n", want_hex, &digits_at,
+               &digits_end, &used) != 1 ||
+        used == 0 || strlen(want_hex) != 64 ||
+        vg_parse_int(text + digits_at, (size_t)(digits_end - digits_at), 0, LLONG_MAX,
+                     &parsed) != 0) {
         close(fd);
         return ffail(file, VG_ERR_FORMAT, "damaged: its voltgate seal (the first %d bytes) does not "
                                    "parse", SEAL_BYTES);
+    }
+    want_bytes = (unsigned long long)parsed;
+    /* The size first: a file of the wrong length is refused without
+     * reading it (a large one would take seconds to hash). */
+    struct stat sb;
+    if (fstat(fd, &sb) == 0 && (unsigned long long)sb.st_size - SEAL_BYTES != want_bytes) {
+        close(fd);
+        return ffail(file, VG_ERR_FORMAT, "damaged or edited: %llu bytes follow the seal, the "
+                                   "seal says %llu (`voltgate golden seal` re-seals an intended "
+                                   "edit)", (unsigned long long)sb.st_size - SEAL_BYTES,
+                     want_bytes);
     }
     vg_sha256_ctx c;
     vg_sha256_init(&c);
@@ -1540,15 +1568,13 @@ vg_status vg_golden_read_flags(const char *file, unsigned flags, vg_golden_file 
     if (!file || !out)
         return vg_fail(VG_ERR_INVALID_ARG, "golden read: NULL argument");
     memset(out, 0, sizeof *out);
-    struct stat sb;
-    if (stat(file, &sb) != 0)
-        return ffail(file, VG_ERR_IO, "cannot open: %s", strerror(errno));
-    if (!S_ISREG(sb.st_mode))
-        return ffail(file, VG_ERR_IO, "not a regular file");
-    FILE *fp = fopen(file, "rb");
-    if (!fp)
-        return ffail(file, VG_ERR_IO, "cannot open: %s", strerror(errno));
-    fclose(fp);
+    int fd;
+    if (vg_open_regular_file("golden", file, &fd) != VG_OK) {
+        char why[600];
+        snprintf(why, sizeof why, "%s", vg_last_error() + strlen("golden: "));
+        return ffail(file, VG_ERR_IO, "%s", why);
+    }
+    close(fd);
 
     if (!(flags & VG_GOLDEN_READ_NO_SEAL)) {
         int unsealed = 0;
