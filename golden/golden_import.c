@@ -180,6 +180,8 @@ vg_status vg_golden_import(const vg_golden_import_args *a, vg_golden_file *out)
     }
     if ((r = vg_weight_layout_of(f->family, f->n, f->k, &f->layout)) != VG_OK)
         goto fail;
+    if ((r = vg_golden_check_bounds(a->safetensors, f)) != VG_OK)
+        goto fail;
     f->seed = a->seed;
     f->weights_stored = 1;
     snprintf(f->generator, sizeof f->generator, "%s", VG_GOLDEN_GENERATOR);
@@ -224,9 +226,16 @@ vg_status vg_golden_import(const vg_golden_import_args *a, vg_golden_file *out)
     if (c->offsets)
         for (int32_t g = 0; g <= f->groups; g++)
             c->offsets[g] = g * a->tokens;
-    if ((r = vg_golden_synth_x(a->seed, c->name, c->m, f->k, c->x)) != VG_OK ||
-        (r = vg_golden_compute_reference(f, c)) != VG_OK)
+    if ((r = vg_golden_synth_x(a->seed, c->name, c->m, f->k, c->x)) != VG_OK)
         goto fail;
+    if ((r = vg_golden_check_bounds(a->safetensors, f)) != VG_OK)
+        goto fail;
+    if ((r = vg_golden_compute_reference(f, c)) != VG_OK) {
+        char why[600];
+        snprintf(why, sizeof why, "%s", vg_last_error());
+        r = vg_fail(r, "%s: weight '%s': %s", a->safetensors, a->weight, why);
+        goto fail;
+    }
     vg_st_close(st);
     return VG_OK;
 fail:

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <hdf5.h>
 #include <limits.h>
+#include <stdint.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -381,6 +382,55 @@ static void put_dataset(writer *w, hid_t loc, hid_t hash_loc, const char *name,
 
 static const char *dtype_name(vg_dtype t) { return t == VG_DTYPE_F16 ? "f16" : "f32"; }
 
+/* One dataset of `elems` elements of `size` bytes against the bound;
+ * adds its bytes to *total. */
+static vg_status bound_dataset(const char *label, const char *name, size_t elems, size_t size,
+                               size_t *total)
+{
+    if (elems > VG_GOLDEN_MAX_DATASET_BYTES / size)
+        return vg_fail(VG_ERR_LIMIT, "%s: dataset '%s': %zu elements exceed the %zu MiB bound",
+                       label, name, elems, VG_GOLDEN_MAX_DATASET_BYTES >> 20);
+    *total += elems * size;
+    return VG_OK;
+}
+
+vg_status vg_golden_check_bounds(const char *label, const vg_golden_file *f)
+{
+    if (!label || !f)
+        return vg_fail(VG_ERR_INVALID_ARG, "golden bounds: NULL argument");
+    size_t total = 0, g = (size_t)(f->groups > 0 ? f->groups : 1);
+    size_t nk = (size_t)f->n * (size_t)f->k;
+    vg_status st = VG_OK;
+    if (f->n > 0 && f->k > 0 && nk / (size_t)f->n == (size_t)f->k && nk <= SIZE_MAX / g) {
+        /* A recipe weight stores no dataset; it is rebuilt in memory under
+         * RECIPE_MAX_ELEMENTS, which is the same bound counted in floats. */
+        size_t recipe_total = 0;
+        st = bound_dataset(label, "w_dequant", g * nk, sizeof(float),
+                           f->weights_stored ? &total : &recipe_total);
+        const vg_weight_layout *l = &f->layout;
+        if (st == VG_OK && f->weights_stored && l->q_bytes)
+            st = bound_dataset(label, "w_q", g * l->q_bytes, 1, &total);
+        if (st == VG_OK && f->weights_stored && l->scale_bytes)
+            st = bound_dataset(label, "w_scale", g * l->scale_bytes, 1, &total);
+        if (st == VG_OK && f->weights_stored && l->zero_bytes)
+            st = bound_dataset(label, "w_zero", g * l->zero_bytes, 1, &total);
+    } else {
+        st = vg_fail(VG_ERR_LIMIT, "%s: weight of %d x %d x %d elements is past every bound",
+                     label, (int)f->groups, (int)f->n, (int)f->k);
+    }
+    for (int32_t i = 0; st == VG_OK && f->cases && i < f->ncases; i++) {
+        size_t m = (size_t)(f->cases[i].m > 0 ? f->cases[i].m : 0);
+        st = bound_dataset(label, "x", m * (size_t)f->k, sizeof(uint16_t), &total);
+        if (st == VG_OK)
+            st = bound_dataset(label, "y_ref", m * (size_t)f->n, sizeof(float), &total);
+    }
+    if (st == VG_OK && total > 4 * VG_GOLDEN_MAX_DATASET_BYTES)
+        st = vg_fail(VG_ERR_LIMIT, "%s: the datasets take %zu bytes, past the %zu MiB bound of "
+                     "a file", label, total, (4 * VG_GOLDEN_MAX_DATASET_BYTES) >> 20);
+    return st;
+}
+
+/* What the reader refuses, the writer refuses before writing it. */
 static vg_status check_before_write(const char *file, const vg_golden_file *f)
 {
     if (!vg_family_name(f->family) || !vg_path_name(f->path))
@@ -398,6 +448,26 @@ static vg_status check_before_write(const char *file, const vg_golden_file *f)
         if (!c->name[0] || !c->x || !c->y_ref || !c->tokens ||
             (f->path != VG_PATH_DENSE && !c->offsets))
             return ffail(file, VG_ERR_INVALID_ARG, "case %d is incomplete", (int)i);
+        if (!(isfinite(c->tol_rel_rms) && isfinite(c->tol_max_abs) && c->tol_rel_rms > 0 &&
+              c->tol_rel_rms < 1 && c->tol_max_abs > 0))
+            return ffail(file, VG_ERR_INVALID_ARG,
+                         "case '%s': tolerances tol_rel_rms %g / tol_max_abs %g are not sane "
+                         "(finite, 0 < rel < 1, abs > 0)",
+                         c->name, c->tol_rel_rms, c->tol_max_abs);
+        size_t mn = (size_t)c->m * (size_t)f->n;
+        for (size_t j = 0; j < mn; j++)
+            if (!isfinite(c->y_ref[j]))
+                return ffail(file, VG_ERR_INVALID_ARG, "case '%s': y_ref element %zu is not finite",
+                             c->name, j);
+    }
+    vg_status st = vg_golden_check_bounds(file, f);
+    if (st != VG_OK)
+        return st;
+    if (f->w_dequant) {
+        size_t welems = (size_t)f->groups * (size_t)f->n * (size_t)f->k;
+        for (size_t i = 0; i < welems; i++)
+            if (!isfinite(f->w_dequant[i]))
+                return ffail(file, VG_ERR_INVALID_ARG, "w_dequant element %zu is not finite", i);
     }
     return VG_OK;
 }

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "tools.h"
 #include "voltgate/golden.h"
 #include "voltgate/runtime.h"
@@ -24,10 +25,8 @@
 
 static int parse_i32(const char *s, int32_t lo, int32_t hi, int32_t *out)
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
+    long long v;
+    if (vg_parse_int(s, (size_t)-1, lo, hi, &v) != 0)
         return -1;
     *out = (int32_t)v;
     return 0;
@@ -315,6 +314,10 @@ static int cmd_gen(int argc, char **argv)
     }
     if (!out) {
         rc = usage_error("gen", "%s", "-o is required");
+        goto done;
+    }
+    if (!set && vg_check_output_path("-o", out) != VG_OK) {
+        rc = usage_error("gen", "%s", vg_last_error());
         goto done;
     }
     if (set) {
@@ -763,6 +766,13 @@ static int cmd_import(int argc, char **argv)
     }
     if (!a.safetensors || !a.weight || !out)
         return usage_error("import", "%s", "--safetensors, --weight and -o are required");
+    if (vg_check_output_path("-o", out) != VG_OK)
+        return usage_error("import", "%s", vg_last_error());
+    /* Writing over the checkpoint being read would destroy it. */
+    struct stat in_sb, out_sb;
+    if (stat(a.safetensors, &in_sb) == 0 && stat(out, &out_sb) == 0 &&
+        in_sb.st_dev == out_sb.st_dev && in_sb.st_ino == out_sb.st_ino)
+        return usage_error("import", "-o %s is the --safetensors input file", out);
     vg_golden_file f;
     vg_status st = vg_golden_import(&a, &f);
     if (st == VG_OK) {
