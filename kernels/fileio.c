@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -64,7 +65,7 @@ vg_status vg_open_regular_file(const char *what, const char *path, int *fd)
     /* O_NONBLOCK: opening a FIFO for reading waits for a writer otherwise. */
     int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (f < 0)
-        return vg_fail(VG_ERR_IO, "%s: %s", what, strerror(errno));
+        return vg_fail(VG_ERR_IO, "%s: cannot open: %s", what, strerror(errno));
     struct stat sb;
     if (fstat(f, &sb) != 0) {
         int err = errno;
@@ -84,6 +85,70 @@ vg_status vg_open_regular_file(const char *what, const char *path, int *fd)
         return vg_fail(VG_ERR_IO, "%s: %s", what, strerror(err));
     }
     *fd = f;
+    return VG_OK;
+}
+
+/* "larger than 16 MiB" reads better than its byte count. */
+static vg_status too_large(const char *what, size_t max_bytes)
+{
+    if (max_bytes % ((size_t)1 << 20) == 0)
+        return vg_fail(VG_ERR_LIMIT, "%s: larger than %zu MiB", what, max_bytes >> 20);
+    return vg_fail(VG_ERR_LIMIT, "%s: larger than %zu bytes", what, max_bytes);
+}
+
+vg_status vg_read_whole_file(const char *what, const char *path, size_t max_bytes, char **buf,
+                             size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    int fd;
+    vg_status st = vg_open_regular_file(what, path, &fd);
+    if (st != VG_OK)
+        return st;
+    struct stat sb;
+    if (fstat(fd, &sb) == 0 && (unsigned long long)sb.st_size > max_bytes) {
+        close(fd);
+        return too_large(what, max_bytes);
+    }
+    /* The size can change under us: the loop bounds what is read anyway. */
+    size_t cap = 8192, n = 0;
+    char *b = malloc(cap);
+    int err = 0;
+    while (b) {
+        if (n > max_bytes) {
+            free(b);
+            close(fd);
+            return too_large(what, max_bytes);
+        }
+        if (n + 1 == cap) {
+            char *grown = realloc(b, cap * 2);
+            if (!grown)
+                free(b);
+            b = grown;
+            cap *= 2;
+            continue;
+        }
+        ssize_t got = read(fd, b + n, cap - n - 1);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            err = errno;
+            break;
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    close(fd);
+    if (!b)
+        return vg_fail(VG_ERR_NO_MEMORY, "%s: out of memory", what);
+    if (err) {
+        free(b);
+        return vg_fail(VG_ERR_IO, "%s: read error: %s", what, strerror(err));
+    }
+    b[n] = '\0';
+    *buf = b;
+    *len = n;
     return VG_OK;
 }
 

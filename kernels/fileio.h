@@ -28,6 +28,13 @@ const char *vg_list_item(const char *s, size_t *len);
  * FIFO)").  what prefixes the message (e.g. "lut k.lut").  *fd on VG_OK. */
 vg_status vg_open_regular_file(const char *what, const char *path, int *fd);
 
+/* Reads the whole regular file at path (vg_open_regular_file) into a
+ * malloc'ed buffer with a NUL after its *len bytes.  A file of more than
+ * max_bytes is VG_ERR_LIMIT ("larger than 16 MiB"), refused on its size
+ * before allocating.  Messages start with what. */
+vg_status vg_read_whole_file(const char *what, const char *path, size_t max_bytes, char **buf,
+                             size_t *len);
+
 /* Checks, before any work, that a file can be written at path the way the
  * writers do (a temporary beside it, then rename): path is not empty and not
  * a folder, an existing path is a regular file, its folder exists, is a

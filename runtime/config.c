@@ -18,12 +18,9 @@
  *   sm70_runtime.freeze_tuning_after_warmup: expected boolean, got "yes"
  * The schema is the table below; config.c has no other knowledge of fields.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -377,51 +374,11 @@ vg_status vg_config_load(const char *path, vg_config **out)
     *out = NULL;
     char what[4200];
     snprintf(what, sizeof what, "kernel_config %s", path);
-    int fd;
-    vg_status ost = vg_open_regular_file(what, path, &fd);
-    if (ost != VG_OK)
-        return ost;
-    FILE *f = fdopen(fd, "rb");
-    if (!f) {
-        close(fd);
-        return vg_fail(VG_ERR_IO, "kernel_config %s: %s", path, strerror(errno));
-    }
-    /* Refuse an oversized file before allocating for it. */
-    struct stat sb;
-    if (fstat(fileno(f), &sb) == 0 && sb.st_size > (off_t)(16u << 20)) {
-        fclose(f);
-        return vg_fail(VG_ERR_LIMIT, "kernel_config %s: larger than 16 MiB", path);
-    }
     char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 8192;
-            if (cap > (16u << 20)) {
-                free(buf);
-                fclose(f);
-                return vg_fail(VG_ERR_LIMIT, "kernel_config %s: larger than 16 MiB", path);
-            }
-            char *grown = realloc(buf, cap);
-            if (!grown) {
-                free(buf);
-                fclose(f);
-                return vg_fail(VG_ERR_NO_MEMORY, "kernel_config %s: out of memory", path);
-            }
-            buf = grown;
-        }
-        size_t got = fread(buf + len, 1, cap - len - 1, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
-        free(buf);
-        return vg_fail(VG_ERR_IO, "kernel_config %s: read error", path);
-    }
-    buf[len] = '\0';
+    size_t len = 0;
+    vg_status rst = vg_read_whole_file(what, path, 16u << 20, &buf, &len);
+    if (rst != VG_OK)
+        return rst;
     if (strlen(buf) != len) {
         free(buf);
         return vg_fail(VG_ERR_CONFIG, "kernel_config %s: contains a NUL byte", path);

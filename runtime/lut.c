@@ -404,61 +404,6 @@ typedef struct lut_entry {
     int32_t line;             /* in the file, for messages */
 } lut_entry;
 
-static vg_status read_file(const char *path, char **out, size_t *len)
-{
-    char what[4200];
-    snprintf(what, sizeof what, "lut %s", path);
-    int fd;
-    vg_status st = vg_open_regular_file(what, path, &fd);
-    if (st != VG_OK)
-        return st;
-    FILE *f = fdopen(fd, "rb");
-    if (!f) {
-        close(fd);
-        return vg_fail(VG_ERR_IO, "lut %s: %s", path, strerror(errno));
-    }
-    /* A regular file says its size up front: refuse it before allocating.
-     * The growth check below still bounds files that grow. */
-    struct stat sb;
-    if (fstat(fileno(f), &sb) == 0 && sb.st_size >= (off_t)LUT_MAX_BYTES) {
-        fclose(f);
-        return vg_fail(VG_ERR_LIMIT, "lut %s: larger than %u bytes", path, LUT_MAX_BYTES);
-    }
-    size_t cap = 8192, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0)
-            break;
-        if (n + 1 == cap) {
-            if (cap >= LUT_MAX_BYTES) {
-                free(buf);
-                fclose(f);
-                return vg_fail(VG_ERR_LIMIT, "lut %s: larger than %u bytes", path,
-                               LUT_MAX_BYTES);
-            }
-            char *grown = realloc(buf, cap * 2);
-            if (!grown)
-                free(buf);
-            buf = grown;
-            cap *= 2;
-        }
-    }
-    int err = ferror(f) ? errno : 0;
-    fclose(f);
-    if (!buf)
-        return vg_fail(VG_ERR_NO_MEMORY, "lut %s: out of memory", path);
-    if (err) {
-        free(buf);
-        return vg_fail(VG_ERR_IO, "lut %s: read error: %s", path, strerror(err));
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return VG_OK;
-}
-
 static int parse_hex64(const char *s, uint64_t *out)
 {
     uint64_t v = 0;
@@ -727,7 +672,9 @@ vg_status vg_lut_import_tuning(vg_device *dev, vg_tuning *t, const char *path,
         *report = r;
     char *buf = NULL;
     size_t len = 0;
-    vg_status st = read_file(path, &buf, &len);
+    char what[4200];
+    snprintf(what, sizeof what, "lut %s", path);
+    vg_status st = vg_read_whole_file(what, path, LUT_MAX_BYTES, &buf, &len);
     if (st != VG_OK)
         return st;
     lut_entry *entries = NULL;
