@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -489,6 +490,25 @@ static void test_cli_import_output_is_input(void **state)
     free(dir);
 }
 
+/* A FIFO as the checkpoint: refused at once, not a reader waiting for a
+ * writer forever. */
+static void test_safetensors_fifo_refused(void **state)
+{
+    (void)state;
+    char *dir = vgtest_mkdtemp();
+    char fifo[512];
+    snprintf(fifo, sizeof fifo, "%s/pipe.safetensors", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    vg_safetensors *st = NULL;
+    alarm(20);
+    assert_int_equal(vg_st_open(fifo, &st), VG_ERR_IO);
+    alarm(0);
+    assert_null(st);
+    assert_non_null(strstr(vg_last_error(), "not a regular file"));
+    vgtest_rmtree(dir);
+    free(dir);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -499,6 +519,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_cli_import),
         cmocka_unit_test(test_writers_refuse_what_reader_refuses),
         cmocka_unit_test(test_cli_import_output_is_input),
+        cmocka_unit_test(test_safetensors_fifo_refused),
     };
     return VGTEST_MAIN("golden_import", tests);
 }
