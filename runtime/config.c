@@ -298,10 +298,10 @@ vg_status vg_config_default(vg_config **out)
 
 /* What cJSON would misreport: the deepest nesting of [ and { outside
  * strings (cJSON stops at CJSON_NESTING_LIMIT and names only the offset;
- * *deepest_at is where it was reached), and the first string holding the
+ * *too_deep_at is where the limit was first passed), and the first string holding the
  * escape \u0000 (cJSON ends the C string there, so a path would be cut
  * short without a word; *nul_at is the string's offset, else left as is). */
-static int scan_json(const char *json, size_t *nul_at, size_t *deepest_at)
+static int scan_json(const char *json, size_t *nul_at, size_t *too_deep_at)
 {
     int depth = 0, deepest = 0;
     const char *string_start = NULL;
@@ -320,7 +320,8 @@ static int scan_json(const char *json, size_t *nul_at, size_t *deepest_at)
         } else if (*p == '[' || *p == '{') {
             if (++depth > deepest) {
                 deepest = depth;
-                *deepest_at = (size_t)(p - json);
+                if (deepest == CJSON_NESTING_LIMIT + 1)
+                    *too_deep_at = (size_t)(p - json);
             }
         } else if (*p == ']' || *p == '}') {
             depth--;
@@ -334,12 +335,12 @@ vg_status vg_config_parse(const char *json, vg_config **out)
     if (!json || !out)
         return vg_fail(VG_ERR_INVALID_ARG, "vg_config_parse: NULL argument");
     *out = NULL;
-    size_t nul_at = (size_t)-1, deepest_at = 0;
-    int depth = scan_json(json, &nul_at, &deepest_at);
+    size_t nul_at = (size_t)-1, too_deep_at = 0;
+    int depth = scan_json(json, &nul_at, &too_deep_at);
     if (depth > CJSON_NESTING_LIMIT)
         return vg_fail(VG_ERR_CONFIG,
                        "kernel_config: nesting deeper than %d levels (at offset %zu)",
-                       CJSON_NESTING_LIMIT, deepest_at);
+                       CJSON_NESTING_LIMIT, too_deep_at);
     if (nul_at != (size_t)-1)
         return vg_fail(VG_ERR_CONFIG,
                        "kernel_config: the string at offset %zu holds \\u0000 (a NUL "
