@@ -36,6 +36,7 @@ want 2 "is a folder" $REPLAY --lut /sys
 want 2 "folder $TMP/none" $REPLAY --json "$TMP/none/r.json"
 want 2 "folder $TMP/none" bench --backend cpu --quick --json "$TMP/none/b.json"
 want 2 "is a folder" bench --backend cpu --quick --json "$TMP"
+want 2 "is a folder" golden verify --backend cpu --json "$TMP" golden/cases/fp8-dense.h5
 mkfifo "$TMP/fifo.lut"
 for p in "$TMP" /proc/voltgate-test.lut /dev/null "$TMP/fifo.lut"; do
     printf '{"gemm_lut_path":"%s"}\n' "$p" >"$TMP/lutcfg.json"

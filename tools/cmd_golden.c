@@ -640,6 +640,11 @@ static int cmd_verify(int argc, char **argv)
     verify_out vo = {0};
     char json_tmp[4096];
     if (json) {
+        if (vg_check_output_path("--json", json) != VG_OK) {
+            fprintf(stderr, "voltgate golden verify: %s\n", vg_last_error());
+            rc = VG_EXIT_USAGE;
+            goto out;
+        }
         snprintf(json_tmp, sizeof json_tmp, "%s.tmp.%ld", json, (long)getpid());
         vo.json = fopen(json_tmp, "w");
         if (!vo.json) {
