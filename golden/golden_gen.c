@@ -162,11 +162,16 @@ vg_status vg_golden_compute_reference(const vg_golden_file *f, vg_golden_case *c
     if (st != VG_OK)
         return st;
     if (!(ss > 0.0))
-        return vg_fail(VG_ERR_INTERNAL, "reference: case %s has an all-zero y_ref", c->name);
+        return vg_fail(VG_ERR_INVALID_ARG, "reference: case %s has an all-zero y_ref", c->name);
     double factor;
     if ((st = vg_golden_tolerance(f->family, c->y_dtype, &c->tol_rel_rms, &factor)) != VG_OK)
         return st;
     c->tol_max_abs = factor * maxabs;
+    /* The reader refuses a reference it cannot check against: say so now. */
+    if (!isfinite(ss) || !isfinite(c->tol_max_abs))
+        return vg_fail(VG_ERR_INVALID_ARG, "reference: case %s: y_ref overflows (max |y_ref| "
+                       "%g, sum of squares %g): the weight or activations are too large for a "
+                       "finite tolerance", c->name, maxabs, ss);
     c->y_ref_norm = sqrt(ss);
     return VG_OK;
 }
@@ -276,6 +281,8 @@ vg_status vg_golden_generate(const vg_golden_gen_args *a, vg_golden_file *out)
     snprintf(f->source, sizeof f->source, "synthetic");
     vg_status st = vg_weight_layout_of(a->family, a->n, a->k, &f->layout);
     if (st != VG_OK)
+        return st;
+    if ((st = vg_golden_check_bounds("generate", f)) != VG_OK)
         return st;
 
     /* the cases' count */

@@ -1173,7 +1173,8 @@ static vg_status build_provenance(imp *im, const char *rows_note)
 
 /* ---- the case ------------------------------------------------------------------------------- */
 
-static vg_status make_case(const vg_golden_import_args *a, vg_golden_file *f)
+static vg_status make_case(const vg_golden_import_args *a, vg_golden_file *f, const char *label,
+                           const char *weight)
 {
     f->cases = calloc(1, sizeof *f->cases);
     if (!f->cases)
@@ -1209,7 +1210,17 @@ static vg_status make_case(const vg_golden_import_args *a, vg_golden_file *f)
     if (!c->x)
         return vg_fail(VG_ERR_NO_MEMORY, "import: out of memory");
     vg_status r = vg_golden_synth_x(a->seed, c->name, c->m, f->k, c->x);
-    return r != VG_OK ? r : vg_golden_compute_reference(f, c);
+    if (r == VG_OK)
+        r = vg_golden_check_bounds(label, f);
+    if (r != VG_OK)
+        return r;
+    if ((r = vg_golden_compute_reference(f, c)) != VG_OK) {
+        /* an all-zero or overflowing reference: name the checkpoint */
+        char why[600];
+        snprintf(why, sizeof why, "%s", vg_last_error());
+        return vg_fail(r, "%s: weight '%s': %s", label, weight, why);
+    }
+    return VG_OK;
 }
 
 /* The name of expert e from a pattern with "{e}". */
@@ -1391,6 +1402,9 @@ vg_status vg_golden_import(const vg_golden_import_args *a, vg_golden_file *out)
     if (r != VG_OK)
         goto fail;
     f->groups = im->groups;
+    /* the reader's bounds, before the reference is computed and written */
+    if ((r = vg_golden_check_bounds(im->c.label, f)) != VG_OK)
+        goto fail;
     f->seed = a->seed;
     f->weights_stored = 1;
     snprintf(f->generator, sizeof f->generator, "%s", VG_GOLDEN_GENERATOR);
@@ -1404,7 +1418,8 @@ vg_status vg_golden_import(const vg_golden_import_args *a, vg_golden_file *out)
                  : rows == ROWS_ALL ? "; rows=all (gate_up weights interleave: even rows gate, "
                                       "odd rows up)"
                  : rows == ROWS_GATE ? "; rows=gate (the even rows)" : "; rows=up (the odd rows)");
-    if ((r = build_provenance(im, rows_note)) != VG_OK || (r = make_case(a, f)) != VG_OK)
+    if ((r = build_provenance(im, rows_note)) != VG_OK ||
+        (r = make_case(a, f, im->c.label, a->experts ? a->experts : a->weight)) != VG_OK)
         goto fail;
     ckpt_close(&im->c);
     free(im->wfloat);

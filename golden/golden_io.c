@@ -15,6 +15,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
+#include <limits.h>
+#include <stdint.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -24,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "sha256.h"
 #include "voltgate/quant.h"
 
@@ -380,6 +383,55 @@ static void put_dataset(writer *w, hid_t loc, hid_t hash_loc, const char *name,
 
 static const char *dtype_name(vg_dtype t) { return t == VG_DTYPE_F16 ? "f16" : "f32"; }
 
+/* One dataset of `elems` elements of `size` bytes against the bound;
+ * adds its bytes to *total. */
+static vg_status bound_dataset(const char *label, const char *name, size_t elems, size_t size,
+                               size_t *total)
+{
+    if (elems > VG_GOLDEN_MAX_DATASET_BYTES / size)
+        return vg_fail(VG_ERR_LIMIT, "%s: dataset '%s': %zu elements exceed the %zu MiB bound",
+                       label, name, elems, VG_GOLDEN_MAX_DATASET_BYTES >> 20);
+    *total += elems * size;
+    return VG_OK;
+}
+
+vg_status vg_golden_check_bounds(const char *label, const vg_golden_file *f)
+{
+    if (!label || !f)
+        return vg_fail(VG_ERR_INVALID_ARG, "golden bounds: NULL argument");
+    size_t total = 0, g = (size_t)(f->groups > 0 ? f->groups : 1);
+    size_t nk = (size_t)f->n * (size_t)f->k;
+    vg_status st = VG_OK;
+    if (f->n > 0 && f->k > 0 && nk / (size_t)f->n == (size_t)f->k && nk <= SIZE_MAX / g) {
+        /* A recipe weight stores no dataset; it is rebuilt in memory under
+         * RECIPE_MAX_ELEMENTS, which is the same bound counted in floats. */
+        size_t recipe_total = 0;
+        st = bound_dataset(label, "w_dequant", g * nk, sizeof(float),
+                           f->weights_stored ? &total : &recipe_total);
+        const vg_weight_layout *l = &f->layout;
+        if (st == VG_OK && f->weights_stored && l->q_bytes)
+            st = bound_dataset(label, "w_q", g * l->q_bytes, 1, &total);
+        if (st == VG_OK && f->weights_stored && l->scale_bytes)
+            st = bound_dataset(label, "w_scale", g * l->scale_bytes, 1, &total);
+        if (st == VG_OK && f->weights_stored && l->zero_bytes)
+            st = bound_dataset(label, "w_zero", g * l->zero_bytes, 1, &total);
+    } else {
+        st = vg_fail(VG_ERR_LIMIT, "%s: weight of %d x %d x %d elements is past every bound",
+                     label, (int)f->groups, (int)f->n, (int)f->k);
+    }
+    for (int32_t i = 0; st == VG_OK && f->cases && i < f->ncases; i++) {
+        size_t m = (size_t)(f->cases[i].m > 0 ? f->cases[i].m : 0);
+        st = bound_dataset(label, "x", m * (size_t)f->k, sizeof(uint16_t), &total);
+        if (st == VG_OK)
+            st = bound_dataset(label, "y_ref", m * (size_t)f->n, sizeof(float), &total);
+    }
+    if (st == VG_OK && total > 4 * VG_GOLDEN_MAX_DATASET_BYTES)
+        st = vg_fail(VG_ERR_LIMIT, "%s: the datasets take %zu bytes, past the %zu MiB bound of "
+                     "a file", label, total, (4 * VG_GOLDEN_MAX_DATASET_BYTES) >> 20);
+    return st;
+}
+
+/* What the reader refuses, the writer refuses before writing it. */
 static vg_status check_before_write(const char *file, const vg_golden_file *f)
 {
     if (!vg_family_name(f->family) || !vg_path_name(f->path))
@@ -397,6 +449,26 @@ static vg_status check_before_write(const char *file, const vg_golden_file *f)
         if (!c->name[0] || !c->x || !c->y_ref || !c->tokens ||
             (f->path != VG_PATH_DENSE && !c->offsets))
             return ffail(file, VG_ERR_INVALID_ARG, "case %d is incomplete", (int)i);
+        if (!(isfinite(c->tol_rel_rms) && isfinite(c->tol_max_abs) && c->tol_rel_rms > 0 &&
+              c->tol_rel_rms < 1 && c->tol_max_abs > 0))
+            return ffail(file, VG_ERR_INVALID_ARG,
+                         "case '%s': tolerances tol_rel_rms %g / tol_max_abs %g are not sane "
+                         "(finite, 0 < rel < 1, abs > 0)",
+                         c->name, c->tol_rel_rms, c->tol_max_abs);
+        size_t mn = (size_t)c->m * (size_t)f->n;
+        for (size_t j = 0; j < mn; j++)
+            if (!isfinite(c->y_ref[j]))
+                return ffail(file, VG_ERR_INVALID_ARG, "case '%s': y_ref element %zu is not finite",
+                             c->name, j);
+    }
+    vg_status st = vg_golden_check_bounds(file, f);
+    if (st != VG_OK)
+        return st;
+    if (f->w_dequant) {
+        size_t welems = (size_t)f->groups * (size_t)f->n * (size_t)f->k;
+        for (size_t i = 0; i < welems; i++)
+            if (!isfinite(f->w_dequant[i]))
+                return ffail(file, VG_ERR_INVALID_ARG, "w_dequant element %zu is not finite", i);
     }
     return VG_OK;
 }
@@ -473,21 +545,48 @@ static vg_status check_seal(const char *file, int *unsealed)
         return VG_OK;
     }
     if (got < sizeof head || memcmp(head, SEAL_MAGIC, strlen(SEAL_MAGIC)) != 0) {
+        /* A seal overwritten in place leaves the HDF5 image behind it. */
+        uint8_t sig[sizeof hdf5_signature];
+        size_t sgot = 0;
+        int at_seal_end = got == sizeof head &&
+                          !read_up_to(fd, sig, sizeof sig, &sgot) && sgot == sizeof sig &&
+                          !memcmp(sig, hdf5_signature, sizeof sig);
         close(fd);
+        if (at_seal_end)
+            return ffail(file, VG_ERR_FORMAT, "damaged: its first %d bytes, where the voltgate "
+                                       "seal belongs, hold no seal; an HDF5 signature follows "
+                                       "at byte %d (the seal was overwritten)",
+                         SEAL_BYTES, SEAL_BYTES);
         return ffail(file, VG_ERR_FORMAT, "not an HDF5 file (no HDF5 signature found, and no "
                                    "voltgate seal at its start)");
     }
-    /* The seal's text must be exactly what seal_image writes. */
+    /* The seal's text must be exactly what seal_image writes: bytes is
+     * plain digits (sscanf's %llu would take "-5" and wrap it). */
     char want_hex[65] = "";
     unsigned long long want_bytes = 0;
-    int used = 0;
+    int used = 0, digits_at = 0, digits_end = 0;
     const char *text = (const char *)head + strlen(SEAL_MAGIC);
+    long long parsed = 0;
     if (!memchr(head, '\0', sizeof head) ||
-        sscanf(text, "sha256 %64[0-9a-f]\nbytes %llu\n%n", want_hex, &want_bytes, &used) != 2 ||
-        used == 0 || strlen(want_hex) != 64) {
+        sscanf(text, "sha256 %64[0-9a-f]\nbytes %n%*[0-9]%n\n%n", want_hex, &digits_at,
+               &digits_end, &used) != 1 ||
+        used == 0 || strlen(want_hex) != 64 ||
+        vg_parse_int(text + digits_at, (size_t)(digits_end - digits_at), 0, LLONG_MAX,
+                     &parsed) != 0) {
         close(fd);
         return ffail(file, VG_ERR_FORMAT, "damaged: its voltgate seal (the first %d bytes) does not "
                                    "parse", SEAL_BYTES);
+    }
+    want_bytes = (unsigned long long)parsed;
+    /* The size first: a file of the wrong length is refused without
+     * reading it (a large one would take seconds to hash). */
+    struct stat sb;
+    if (fstat(fd, &sb) == 0 && (unsigned long long)sb.st_size - SEAL_BYTES != want_bytes) {
+        close(fd);
+        return ffail(file, VG_ERR_FORMAT, "damaged or edited: %llu bytes follow the seal, the "
+                                   "seal says %llu (`voltgate golden seal` re-seals an intended "
+                                   "edit)", (unsigned long long)sb.st_size - SEAL_BYTES,
+                     want_bytes);
     }
     vg_sha256_ctx c;
     vg_sha256_init(&c);
@@ -514,49 +613,6 @@ static vg_status check_seal(const char *file, int *unsealed)
                                    "%.16s..., its seal says %.16s... (`voltgate golden seal` "
                                    "re-seals an intended edit)", hex, want_hex);
     return VG_OK;
-}
-
-/* Removes the temporaries `<file>.tmp.<pid>` that writers killed before
- * their rename left behind (SIGKILL, a machine crash): those whose pid is
- * not alive (kill(pid, 0) fails with ESRCH).  A live pid's temporary is
- * left alone, whoever it belongs to; so is anything that is not a regular
- * file or whose suffix is not a plain decimal pid.  Best effort: errors are
- * ignored.  (A writer in another pid namespace sharing the folder would look
- * dead from here; golden files are not written that way.) */
-static void remove_stale_temporaries(const char *file)
-{
-    const char *slash = strrchr(file, '/');
-    char dir[4096];
-    const char *base = slash ? slash + 1 : file;
-    if (slash)
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash == file ? 1 : slash - file), file);
-    else
-        snprintf(dir, sizeof dir, ".");
-    char prefix[512];
-    if (!*base || (size_t)snprintf(prefix, sizeof prefix, "%s.tmp.", base) >= sizeof prefix)
-        return;
-    size_t plen = strlen(prefix);
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strncmp(e->d_name, prefix, plen) != 0)
-            continue;
-        const char *digits = e->d_name + plen;
-        size_t nd = strspn(digits, "0123456789");
-        if (nd == 0 || nd > 9 || digits[nd] != '\0' || digits[0] == '0')
-            continue;
-        long pid = strtol(digits, NULL, 10);
-        if (pid <= 0 || pid == (long)getpid())
-            continue;
-        if (!(kill((pid_t)pid, 0) == -1 && errno == ESRCH))
-            continue;
-        struct stat sb;
-        if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode))
-            unlinkat(dirfd(d), e->d_name, 0);
-    }
-    closedir(d);
 }
 
 /* The temporary a writer of `file` uses: `<file>.tmp.<pid>`. */
@@ -623,7 +679,7 @@ vg_status vg_golden_write(const char *file, const vg_golden_file *f)
     char tmp[4096];
     if ((st = temp_name(file, tmp, sizeof tmp)) != VG_OK)
         return st;
-    remove_stale_temporaries(file);
+    vg_remove_stale_temporaries(file);
 
     /* The file is built in memory (HDF5's core driver, no backing store)
      * and written out by publish_image below: every disk error is then ours,
@@ -1592,15 +1648,13 @@ vg_status vg_golden_read_flags(const char *file, unsigned flags, vg_golden_file 
     if (!file || !out)
         return vg_fail(VG_ERR_INVALID_ARG, "golden read: NULL argument");
     memset(out, 0, sizeof *out);
-    struct stat sb;
-    if (stat(file, &sb) != 0)
-        return ffail(file, VG_ERR_IO, "cannot open: %s", strerror(errno));
-    if (!S_ISREG(sb.st_mode))
-        return ffail(file, VG_ERR_IO, "not a regular file");
-    FILE *fp = fopen(file, "rb");
-    if (!fp)
-        return ffail(file, VG_ERR_IO, "cannot open: %s", strerror(errno));
-    fclose(fp);
+    int fd;
+    if (vg_open_regular_file("golden", file, &fd) != VG_OK) {
+        char why[600];
+        snprintf(why, sizeof why, "%s", vg_last_error() + strlen("golden: "));
+        return ffail(file, VG_ERR_IO, "%s", why);
+    }
+    close(fd);
 
     if (!(flags & VG_GOLDEN_READ_NO_SEAL)) {
         int unsealed = 0;

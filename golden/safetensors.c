@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
 
 /* vg_fail, with control characters (from tensor names in the file) made
  * printable so that the message stays one line. */
@@ -281,13 +284,19 @@ vg_status vg_st_open(const char *path, vg_safetensors **out)
     if (!path || !out)
         return st_fail(VG_ERR_INVALID_ARG, "safetensors: NULL argument");
     *out = NULL;
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
+    int fd;
+    vg_status os = vg_open_regular_file(path, path, &fd);
+    if (os != VG_OK)
+        return st_fail(os, "%s", vg_last_error());
+    FILE *fp = fdopen(fd, "rb");
+    if (!fp) {
+        close(fd);
         return st_fail(VG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    }
     struct stat sb;
-    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    if (fstat(fileno(fp), &sb) != 0) {
         fclose(fp);
-        return st_fail(VG_ERR_IO, "%s: not a regular file", path);
+        return st_fail(VG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     }
     uint64_t size = (uint64_t)sb.st_size, n;
     uint8_t b8[8] = {0};

@@ -18,14 +18,13 @@
  *   sm70_runtime.freeze_tuning_after_warmup: expected boolean, got "yes"
  * The schema is the table below; config.c has no other knowledge of fields.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
+#include "fileio.h"
 #include "internal.h"
 
 /* Longest gemm_lut_path accepted (PATH_MAX less the ".tmp.<pid>" suffix). */
@@ -297,11 +296,55 @@ vg_status vg_config_default(vg_config **out)
     return *out ? VG_OK : vg_fail(VG_ERR_NO_MEMORY, "kernel_config: out of memory");
 }
 
+/* What cJSON would misreport: the deepest nesting of [ and { outside
+ * strings (cJSON stops at CJSON_NESTING_LIMIT and names only the offset;
+ * *too_deep_at is where the limit was first passed), and the first string holding the
+ * escape \u0000 (cJSON ends the C string there, so a path would be cut
+ * short without a word; *nul_at is the string's offset, else left as is). */
+static int scan_json(const char *json, size_t *nul_at, size_t *too_deep_at)
+{
+    int depth = 0, deepest = 0;
+    const char *string_start = NULL;
+    for (const char *p = json; *p; p++) {
+        if (string_start) {
+            if (*p == '\\') {
+                if (p[1] == 'u' && strncmp(p + 2, "0000", 4) == 0 && *nul_at == (size_t)-1)
+                    *nul_at = (size_t)(string_start - json);
+                if (p[1])
+                    p++;
+            } else if (*p == '"') {
+                string_start = NULL;
+            }
+        } else if (*p == '"') {
+            string_start = p;
+        } else if (*p == '[' || *p == '{') {
+            if (++depth > deepest) {
+                deepest = depth;
+                if (deepest == CJSON_NESTING_LIMIT + 1)
+                    *too_deep_at = (size_t)(p - json);
+            }
+        } else if (*p == ']' || *p == '}') {
+            depth--;
+        }
+    }
+    return deepest;
+}
+
 vg_status vg_config_parse(const char *json, vg_config **out)
 {
     if (!json || !out)
         return vg_fail(VG_ERR_INVALID_ARG, "vg_config_parse: NULL argument");
     *out = NULL;
+    size_t nul_at = (size_t)-1, too_deep_at = 0;
+    int depth = scan_json(json, &nul_at, &too_deep_at);
+    if (depth > CJSON_NESTING_LIMIT)
+        return vg_fail(VG_ERR_CONFIG,
+                       "kernel_config: nesting deeper than %d levels (at offset %zu)",
+                       CJSON_NESTING_LIMIT, too_deep_at);
+    if (nul_at != (size_t)-1)
+        return vg_fail(VG_ERR_CONFIG,
+                       "kernel_config: the string at offset %zu holds \\u0000 (a NUL "
+                       "character), which no field takes", nul_at);
     const char *end = NULL;
     cJSON *doc = cJSON_ParseWithOpts(json, &end, 1);
     if (!doc) {
@@ -330,45 +373,13 @@ vg_status vg_config_load(const char *path, vg_config **out)
     if (!path || !out)
         return vg_fail(VG_ERR_INVALID_ARG, "vg_config_load: NULL argument");
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return vg_fail(VG_ERR_IO, "kernel_config %s: %s", path, strerror(errno));
-    /* Refuse an oversized regular file before allocating for it. */
-    struct stat sb;
-    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > (off_t)(16u << 20)) {
-        fclose(f);
-        return vg_fail(VG_ERR_LIMIT, "kernel_config %s: larger than 16 MiB", path);
-    }
+    char what[4200];
+    snprintf(what, sizeof what, "kernel_config %s", path);
     char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 8192;
-            if (cap > (16u << 20)) {
-                free(buf);
-                fclose(f);
-                return vg_fail(VG_ERR_LIMIT, "kernel_config %s: larger than 16 MiB", path);
-            }
-            char *grown = realloc(buf, cap);
-            if (!grown) {
-                free(buf);
-                fclose(f);
-                return vg_fail(VG_ERR_NO_MEMORY, "kernel_config %s: out of memory", path);
-            }
-            buf = grown;
-        }
-        size_t got = fread(buf + len, 1, cap - len - 1, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
-        free(buf);
-        return vg_fail(VG_ERR_IO, "kernel_config %s: read error", path);
-    }
-    buf[len] = '\0';
+    size_t len = 0;
+    vg_status rst = vg_read_whole_file(what, path, 16u << 20, &buf, &len);
+    if (rst != VG_OK)
+        return rst;
     if (strlen(buf) != len) {
         free(buf);
         return vg_fail(VG_ERR_CONFIG, "kernel_config %s: contains a NUL byte", path);

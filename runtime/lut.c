@@ -36,6 +36,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "internal.h"
 #include "voltgate/coord.h"
 
@@ -175,15 +176,9 @@ vg_status vg_lut_prepare_path(const char *path)
                 break;
         }
     }
-    struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return vg_fail(VG_ERR_IO, "gemm_lut_path %s: %s is not a folder", path, dir);
-    if (access(dir, W_OK) != 0)
-        return vg_fail(VG_ERR_IO, "gemm_lut_path %s: folder %s is not writable: %s", path, dir,
-                       strerror(errno));
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return vg_fail(VG_ERR_IO, "gemm_lut_path %s: is a folder, not a file", path);
-    return VG_OK;
+    char what[4300];
+    snprintf(what, sizeof what, "gemm_lut_path %s", path);
+    return vg_check_output_path(what, path);
 }
 #define LUT_MAX_BYTES (64u << 20)
 
@@ -368,6 +363,7 @@ vg_status vg_lut_export_policies(vg_device *dev, vg_tuning *tuning, const char *
         free(t.buf);
         return vg_fail(VG_ERR_INVALID_ARG, "lut %s: path too long", path);
     }
+    vg_remove_stale_temporaries(path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         free(t.buf);
@@ -405,54 +401,8 @@ typedef struct lut_entry {
     char plan[128];
     double us;
     uint64_t build, planset;  /* LUT_UNSTAMPED in a version-1 file */
+    int32_t line;             /* in the file, for messages */
 } lut_entry;
-
-static vg_status read_file(const char *path, char **out, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return vg_fail(VG_ERR_IO, "lut %s: %s", path, strerror(errno));
-    /* A regular file says its size up front: refuse it before allocating.
-     * The growth check below still bounds pipes and files that grow. */
-    struct stat sb;
-    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size >= (off_t)LUT_MAX_BYTES) {
-        fclose(f);
-        return vg_fail(VG_ERR_LIMIT, "lut %s: larger than %u bytes", path, LUT_MAX_BYTES);
-    }
-    size_t cap = 8192, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0)
-            break;
-        if (n + 1 == cap) {
-            if (cap >= LUT_MAX_BYTES) {
-                free(buf);
-                fclose(f);
-                return vg_fail(VG_ERR_LIMIT, "lut %s: larger than %u bytes", path,
-                               LUT_MAX_BYTES);
-            }
-            char *grown = realloc(buf, cap * 2);
-            if (!grown)
-                free(buf);
-            buf = grown;
-            cap *= 2;
-        }
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (!buf)
-        return vg_fail(VG_ERR_NO_MEMORY, "lut %s: out of memory", path);
-    if (err) {
-        free(buf);
-        return vg_fail(VG_ERR_IO, "lut %s: read error", path);
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return VG_OK;
-}
 
 static int parse_hex64(const char *s, uint64_t *out)
 {
@@ -468,40 +418,143 @@ static int parse_hex64(const char *s, uint64_t *out)
     return 1;
 }
 
-/* One "entry ..." line (without its newline); 0 when malformed. */
-static int parse_entry(const char *line, size_t len, int version, lut_entry *e)
+/* The value of field `key` at *p ("key=value" up to the next blank or
+ * the end); advances *p past it.  NULL when the line has another field
+ * there. */
+static const char *field(const char **p, const char *end, const char *key, size_t *vlen)
 {
-    char copy[512], policy[17], family[16], path[16], build[17], planset[17];
-    if (len >= sizeof copy)
-        return 0;
-    memcpy(copy, line, len);
-    copy[len] = '\0';
-    int used = -1;
-    int got = sscanf(copy,
-                     "entry arch=%d policy=%16[0-9a-f] family=%15[a-z0-9] path=%15[a-z] n=%d "
-                     "k=%d groups=%d rows=%d plan=%127[^ ] us=%lf%n",
-                     &e->arch, policy, family, path, &e->n, &e->k, &e->groups, &e->rows,
-                     e->plan, &e->us, &used);
-    if (got != 10 || strlen(policy) != 16)
-        return 0;
+    size_t klen = strlen(key);
+    if (*p < end && **p == ' ')
+        (*p)++;
+    if ((size_t)(end - *p) <= klen || memcmp(*p, key, klen) != 0 || (*p)[klen] != '=')
+        return NULL;
+    const char *v = *p + klen + 1;
+    const char *stop = memchr(v, ' ', (size_t)(end - v));
+    if (!stop)
+        stop = end;
+    *vlen = (size_t)(stop - v);
+    *p = stop;
+    return v;
+}
+
+/* One "entry ..." line (without its newline).  0, or -1 with why[] naming
+ * the field that is wrong and what it holds. */
+static int parse_entry(const char *line, size_t len, int version, lut_entry *e, char *why,
+                       size_t wsize)
+{
+    static const char *const int_keys[] = {"n", "k", "groups", "rows"};
+    int32_t *ints[] = {&e->n, &e->k, &e->groups, &e->rows};
+    const char *p = line, *end = line + len;
+    size_t vlen = 0;
+    const char *v;
+    long long num;
+    char tmp[64];
+    if (len < 5 || memcmp(line, "entry", 5) != 0) {
+        snprintf(why, wsize, "the line does not start with 'entry'");
+        return -1;
+    }
+    p += 5;
+#define FIELD(key)                                                                            \
+    if (!(v = field(&p, end, key, &vlen))) {                                                  \
+        snprintf(why, wsize, "field '%s' is missing where expected", key);                    \
+        return -1;                                                                            \
+    }
+#define BAD(key, want)                                                                        \
+    do {                                                                                      \
+        snprintf(why, wsize, "field '%s' is '%.*s' (want %s)", key, (int)(vlen > 40 ? 40 : vlen), \
+                 v, want);                                                                    \
+        return -1;                                                                            \
+    } while (0)
+    FIELD("arch");
+    if (vg_parse_int(v, vlen, 0, 10000, &num) != 0)
+        BAD("arch", "an integer 0..10000");
+    e->arch = (int)num;
+    FIELD("policy");
+    if (vlen != 16 || !parse_hex64(v, &e->policy))
+        BAD("policy", "16 hex digits");
+    FIELD("family");
+    snprintf(tmp, sizeof tmp, "%.*s", (int)(vlen < sizeof tmp ? vlen : sizeof tmp - 1), v);
+    if (vlen >= sizeof tmp || vg_family_parse(tmp, &e->family) != VG_OK)
+        BAD("family", "a weight family");
+    FIELD("path");
+    snprintf(tmp, sizeof tmp, "%.*s", (int)(vlen < sizeof tmp ? vlen : sizeof tmp - 1), v);
+    if (vlen >= sizeof tmp || vg_path_parse(tmp, &e->path) != VG_OK)
+        BAD("path", "a dispatch path");
+    for (int i = 0; i < 4; i++) {
+        FIELD(int_keys[i]);
+        if (vg_parse_int(v, vlen, 1, INT32_MAX, &num) != 0)
+            BAD(int_keys[i], "an integer 1..2147483647");
+        *ints[i] = (int32_t)num;
+    }
+    FIELD("plan");
+    if (vlen == 0 || vlen >= sizeof e->plan)
+        BAD("plan", "a plan id");
+    memcpy(e->plan, v, vlen);
+    e->plan[vlen] = '\0';
+    FIELD("us");
+    char *stop = NULL;
+    snprintf(tmp, sizeof tmp, "%.*s", (int)(vlen < sizeof tmp ? vlen : sizeof tmp - 1), v);
+    e->us = vlen && vlen < sizeof tmp ? strtod(tmp, &stop) : -1.0;
+    if (!stop || *stop || !(e->us >= 0.0) || e->us > 1e300)
+        BAD("us", "a time in microseconds >= 0");
     e->build = e->planset = LUT_UNSTAMPED;
     if (version >= 2) {
-        int more = -1;
-        if (used < 0 ||
-            sscanf(copy + used, " build=%16[0-9a-f] planset=%16[0-9a-f]%n", build, planset,
-                   &more) != 2 ||
-            more < 0 || strlen(build) != 16 || strlen(planset) != 16 ||
-            !parse_hex64(build, &e->build) || !parse_hex64(planset, &e->planset))
-            return 0;
-        used += more;
+        FIELD("build");
+        if (vlen != 16 || !parse_hex64(v, &e->build))
+            BAD("build", "16 hex digits");
+        FIELD("planset");
+        if (vlen != 16 || !parse_hex64(v, &e->planset))
+            BAD("planset", "16 hex digits");
     }
-    if (used != (int)len)
-        return 0;
-    if (!parse_hex64(policy, &e->policy))
-        return 0;
-    if (vg_family_parse(family, &e->family) != VG_OK || vg_path_parse(path, &e->path) != VG_OK)
-        return 0;
-    return e->n > 0 && e->k > 0 && e->groups > 0 && e->rows > 0 && e->us >= 0.0;
+#undef FIELD
+#undef BAD
+    if (p != end) {
+        snprintf(why, wsize, "unexpected text after the last field: '%.40s'", p);
+        return -1;
+    }
+    return 0;
+}
+
+/* Orders entries by their key (everything but plan, time and stamps), then
+ * by line. */
+static int cmp_entry_key(const void *pa, const void *pb)
+{
+    const lut_entry *a = *(const lut_entry *const *)pa, *b = *(const lut_entry *const *)pb;
+    if (a->policy != b->policy)
+        return a->policy < b->policy ? -1 : 1;
+    const int32_t ka[] = {a->arch, a->family, a->path, a->n, a->k, a->groups, a->rows, a->line};
+    const int32_t kb[] = {b->arch, b->family, b->path, b->n, b->k, b->groups, b->rows, b->line};
+    for (int i = 0; i < 8; i++)
+        if (ka[i] != kb[i])
+            return ka[i] < kb[i] ? -1 : 1;
+    return 0;
+}
+
+/* Two entries for one key: which one is meant cannot be known, so the
+ * file is refused naming both lines. */
+static vg_status refuse_duplicates(const char *file, const lut_entry *entries, size_t count)
+{
+    if (count < 2)
+        return VG_OK;
+    const lut_entry **order = malloc(count * sizeof *order);
+    if (!order)
+        return vg_fail(VG_ERR_NO_MEMORY, "lut %s: out of memory", file);
+    for (size_t i = 0; i < count; i++)
+        order[i] = &entries[i];
+    qsort(order, count, sizeof *order, cmp_entry_key);
+    vg_status st = VG_OK;
+    for (size_t i = 1; i < count && st == VG_OK; i++) {
+        const lut_entry *a = order[i - 1], *b = order[i];
+        if (a->arch == b->arch && a->policy == b->policy && a->family == b->family &&
+            a->path == b->path && a->n == b->n && a->k == b->k && a->groups == b->groups &&
+            a->rows == b->rows)
+            st = vg_fail(VG_ERR_FORMAT,
+                         "lut %s: line %d and line %d are entries for the same shape (plan %s "
+                         "and plan %s); nothing applied",
+                         file, (int)a->line, (int)b->line, a->plan, b->plan);
+    }
+    free(order);
+    return st;
 }
 
 /* Checks the whole text; fills a malloc'ed entry array. */
@@ -570,14 +623,22 @@ static vg_status parse_lut(const char *file, const char *buf, size_t len, lut_en
             }
             entries = grown;
         }
-        if (!parse_entry(buf + pos, llen, version, &entries[*count])) {
+        char why[160];
+        if (parse_entry(buf + pos, llen, version, &entries[*count], why, sizeof why) != 0) {
             free(entries);
             *count = 0;
-            return vg_fail(VG_ERR_FORMAT, "lut %s: line %d: malformed entry '%.60s'", file, lineno,
-                           buf + pos);
+            return vg_fail(VG_ERR_FORMAT, "lut %s: line %d: malformed entry: %s: '%.*s'", file,
+                           lineno, why, (int)(llen > 60 ? 60 : llen), buf + pos);
         }
+        entries[*count].line = lineno;
         (*count)++;
         pos += llen + 1;
+    }
+    vg_status st = refuse_duplicates(file, entries, *count);
+    if (st != VG_OK) {
+        free(entries);
+        *count = 0;
+        return st;
     }
     *out = entries;
     return VG_OK;
@@ -611,7 +672,9 @@ vg_status vg_lut_import_tuning(vg_device *dev, vg_tuning *t, const char *path,
         *report = r;
     char *buf = NULL;
     size_t len = 0;
-    vg_status st = read_file(path, &buf, &len);
+    char what[4200];
+    snprintf(what, sizeof what, "lut %s", path);
+    vg_status st = vg_read_whole_file(what, path, LUT_MAX_BYTES, &buf, &len);
     if (st != VG_OK)
         return st;
     lut_entry *entries = NULL;

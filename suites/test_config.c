@@ -158,6 +158,24 @@ static void out_of_range_and_duplicates(void **state)
 static void bad_json(void **state)
 {
     (void)state;
+    /* Past cJSON's nesting limit: said as such, not as a syntax error. */
+    size_t deep = 100000;
+    char *nest = malloc(2 * deep + 1);
+    memset(nest, '[', deep);
+    memset(nest + deep, ']', deep);
+    nest[2 * deep] = '\0';
+    expect_error(nest, "kernel_config: nesting deeper than 1000 levels (at offset 1000)");
+    free(nest);
+    /* \u0000 would end the C string cJSON hands back: the path would be
+     * cut short without a word. */
+    expect_error("{\"gemm_lut_path\":\"/tmp/a\\u0000b.lut\"}",
+                 "kernel_config: the string at offset 17 holds \\u0000 (a NUL character), "
+                 "which no field takes");
+    vg_config *esc = parse_cfg("{\"gemm_lut_path\":\"/tmp/a\\\\u0000b.lut\"}");
+    vg_config_fields ef;
+    vg_config_get(esc, &ef);
+    assert_string_equal(ef.gemm_lut_path, "/tmp/a\\u0000b.lut");  /* a backslash, then text */
+    vg_config_free(esc);
     const char *docs[] = {"", "{", "{\"sm70_fp8\":", "{} trailing", "{'a':1}", "nul"};
     for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
         vg_config *cfg = NULL;

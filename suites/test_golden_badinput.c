@@ -899,8 +899,79 @@ static void test_random_damage(void **state)
     free(buf);
 }
 
+/* ---- issue 29: the seal's size first, messages that say what is wrong ------- */
+
+/* A file grown to 3 GiB (sparse) behind an intact seal is refused on its
+ * size, before a byte of it is hashed (hashing it takes seconds). */
+static void test_seal_size_checked_before_hashing(void **state)
+{
+    fixture *fx = *state;
+    assert_int_equal(truncate(fx->file, (off_t)3 << 30), 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    vg_golden_file f;
+    vg_status st = vg_golden_read(fx->file, &f);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    print_message("  -> %.3f s: %s\n", s, vg_last_error());
+    assert_int_equal(st, VG_ERR_FORMAT);
+    assert_non_null(strstr(vg_last_error(), "bytes follow the seal, the seal says"));
+    if (s > 1.5)
+        fail_msg("refusing a 3 GiB file took %.1f s: the whole file was hashed first", s);
+}
+
+/* A seal whose bytes line is negative does not parse; its number is not
+ * wrapped to 2^64 - 5 and echoed. */
+static void test_seal_negative_bytes(void **state)
+{
+    fixture *fx = *state;
+    size_t n = 0;
+    char *image = vgtest_read_file(fx->file, &n);
+    char *bytes = strstr(image, "\nbytes ");
+    assert_non_null(bytes);
+    char *end = strchr(bytes + 7, '\n');
+    memset(bytes + 7, 0, (size_t)(end + 1 - (bytes + 7)));
+    memcpy(bytes + 7, "-5\n", 3);
+    FILE *out = fopen(fx->file, "wb");
+    assert_int_equal(fwrite(image, 1, n, out), n);
+    fclose(out);
+    free(image);
+    expect_bad_as_is(fx, fx->file, VG_ERR_FORMAT, "does not parse");
+    assert_null(strstr(vg_last_error(), "18446744073709551611"));
+}
+
+/* A seal overwritten with zeros leaves the HDF5 signature at byte 512: the
+ * message says so, not "no HDF5 signature". */
+static void test_zeroed_seal_names_signature_at_512(void **state)
+{
+    fixture *fx = *state;
+    int fd = open(fx->file, O_WRONLY);
+    assert_true(fd >= 0);
+    char zeros[512] = {0};
+    assert_int_equal(pwrite(fd, zeros, sizeof zeros, 0), (ssize_t)sizeof zeros);
+    close(fd);
+    expect_bad_as_is(fx, fx->file, VG_ERR_FORMAT, "an HDF5 signature follows at byte 512");
+    assert_null(strstr(vg_last_error(), "no HDF5 signature"));
+}
+
+/* A FIFO in place of a golden file is refused at once. */
+static void test_fifo_refused(void **state)
+{
+    fixture *fx = *state;
+    char fifo[600];
+    snprintf(fifo, sizeof fifo, "%s/pipe.h5", fx->dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    alarm(20);
+    vg_golden_file f;
+    assert_int_equal(vg_golden_read(fifo, &f), VG_ERR_IO);
+    alarm(0);
+    assert_non_null(strstr(vg_last_error(), "not a regular file"));
+}
+
+
 int main(int argc, char **argv)
 {
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_pristine_copy_is_good),
@@ -908,6 +979,10 @@ int main(int argc, char **argv)
         T(test_seal_flipped_byte),
         T(test_seal_text_damaged),
         T(test_seal_after_hdf5_edit),
+        T(test_seal_size_checked_before_hashing),
+        T(test_seal_negative_bytes),
+        T(test_zeroed_seal_names_signature_at_512),
+        T(test_fifo_refused),
         T(test_unsealed_refused_then_sealed),
         T(test_hdf5_crashers_refused_in_process),
         T(test_truncated),

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1272,6 +1273,117 @@ static void test_import_every_format_cuda(void **state)
     free(dir);
 }
 
+/* Writers refuse what their own reader refuses, before the work: an
+ * all-1e38 weight (its reference overflows, so no finite tolerance), an
+ * all-zero weight (named by file), a generated weight past the dataset
+ * bound (at once, not after building a gigabyte), a file with a non-finite
+ * tolerance handed to the writer. */
+static void test_writers_refuse_what_reader_refuses(void **state)
+{
+    (void)state;
+    char *dir = vgtest_mkdtemp();
+    char st[512], out[512];
+    snprintf(st, sizeof st, "%s/big.safetensors", dir);
+    snprintf(out, sizeof out, "%s/out.h5", dir);
+    static float w[16 * 128];
+    for (int i = 0; i < 16 * 128; i++)
+        w[i] = 1e38f;
+    const char *hdr = "{\"w\":{\"dtype\":\"F32\",\"shape\":[16,128],\"data_offsets\":[0,8192]}}";
+    write_st(st, hdr, w, sizeof w);
+    vg_golden_import_args a;
+    memset(&a, 0, sizeof a);
+    a.safetensors = st;
+    a.weight = "w";
+    a.tokens = 1;
+    a.have_family = 1;
+    a.family = VG_FAMILY_FP8;
+    vg_golden_file f;
+    vg_status s = vg_golden_import(&a, &f);
+    if (s == VG_OK) {
+        s = vg_golden_write(out, &f);
+        vg_golden_free(&f);
+    }
+    print_message("  1e38 weight -> %s: %s\n", vg_status_str(s), vg_last_error());
+    assert_int_not_equal(s, VG_OK);
+    assert_non_null(strstr(vg_last_error(), st));
+    assert_int_equal(access(out, F_OK), -1);
+
+    memset(w, 0, sizeof w);
+    write_st(st, hdr, w, sizeof w);
+    s = vg_golden_import(&a, &f);
+    print_message("  zero weight -> %s: %s\n", vg_status_str(s), vg_last_error());
+    assert_int_not_equal(s, VG_OK);
+    assert_non_null(strstr(vg_last_error(), "all-zero"));
+    assert_non_null(strstr(vg_last_error(), st));
+
+    int32_t m = 1;
+    vg_golden_gen_args g = {.family = VG_FAMILY_FP8, .path = VG_PATH_DENSE, .n = 8200,
+                            .k = 8192, .m_list = &m, .m_count = 1, .seed = 1};
+    assert_int_equal(vg_golden_generate(&g, &f), VG_ERR_LIMIT);
+    assert_non_null(strstr(vg_last_error(), "w_dequant"));
+
+    /* A good file with its tolerance made infinite: the writer refuses. */
+    g.n = 64;
+    g.k = 128;
+    assert_int_equal(vg_golden_generate(&g, &f), VG_OK);
+    f.cases[0].tol_max_abs = INFINITY;
+    assert_int_not_equal(vg_golden_write(out, &f), VG_OK);
+    assert_non_null(strstr(vg_last_error(), "tol_max_abs"));
+    assert_int_equal(access(out, F_OK), -1);
+    vg_golden_free(&f);
+    vgtest_rmtree(dir);
+    free(dir);
+}
+
+/* `golden import -o` naming the checkpoint itself is refused and the
+ * checkpoint stays as it was. */
+static void test_cli_import_output_is_input(void **state)
+{
+    (void)state;
+    char *dir = vgtest_mkdtemp();
+    char st[512], cmd[2048];
+    snprintf(st, sizeof st, "%s/model.safetensors", dir);
+    static float w[16 * 128];
+    for (int i = 0; i < 16 * 128; i++)
+        w[i] = (float)(i % 7) - 3.0f;
+    write_st(st, "{\"w\":{\"dtype\":\"F32\",\"shape\":[16,128],\"data_offsets\":[0,8192]}}", w,
+             sizeof w);
+    size_t before_len = 0, after_len = 0;
+    char *before = vgtest_read_file(st, &before_len);
+    const char *tool = getenv("VG_TOOL") ? getenv("VG_TOOL") : "build/bin/voltgate";
+    snprintf(cmd, sizeof cmd, "%s golden import --safetensors %s --weight w --family fp16 "
+             "-o %s/./model.safetensors 2>/dev/null", tool, st, dir);
+    int rc = system(cmd);
+    assert_true(WIFEXITED(rc));
+    assert_int_equal(WEXITSTATUS(rc), 2);
+    char *after = vgtest_read_file(st, &after_len);
+    assert_int_equal(after_len, before_len);
+    assert_memory_equal(after, before, before_len);
+    free(before);
+    free(after);
+    vgtest_rmtree(dir);
+    free(dir);
+}
+
+/* A FIFO as the checkpoint: refused at once, not a reader waiting for a
+ * writer forever. */
+static void test_safetensors_fifo_refused(void **state)
+{
+    (void)state;
+    char *dir = vgtest_mkdtemp();
+    char fifo[512];
+    snprintf(fifo, sizeof fifo, "%s/pipe.safetensors", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    vg_safetensors *st = NULL;
+    alarm(20);
+    assert_int_equal(vg_st_open(fifo, &st), VG_ERR_IO);
+    alarm(0);
+    assert_null(st);
+    assert_non_null(strstr(vg_last_error(), "not a regular file"));
+    vgtest_rmtree(dir);
+    free(dir);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1291,6 +1403,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_import_bad_checkpoints),
         cmocka_unit_test(test_cli_import_checkpoint),
         cmocka_unit_test(test_import_every_format_cuda),
+        cmocka_unit_test(test_writers_refuse_what_reader_refuses),
+        cmocka_unit_test(test_cli_import_output_is_input),
+        cmocka_unit_test(test_safetensors_fifo_refused),
     };
     return VGTEST_MAIN("golden_import", tests);
 }

@@ -4,7 +4,11 @@
  * imported entries in the frozen lookup, and the atomic write under a
  * simulated crash before the rename.
  */
+#include <dirent.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -418,6 +422,161 @@ static void crash_before_rename_keeps_old_file(void **state)
     vg_device_close(dev);
 }
 
+/* ---- issue 29: hostile inputs ------------------------------------------------ */
+
+static void die_by_sigkill(const char *tmp)
+{
+    (void)tmp;
+    raise(SIGKILL);
+}
+
+/* How many `<lut>.tmp.*` names the folder holds. */
+static int temporaries(const fixture *f)
+{
+    DIR *d = opendir(f->dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += strncmp(e->d_name, "cache.lut.tmp.", 14) == 0;
+    closedir(d);
+    return n;
+}
+
+/* A LUT export killed by SIGKILL between writing its temporary and the
+ * rename leaves <lut>.tmp.<pid>: the next export removes it, and leaves
+ * the temporary of a writer that is still alive. */
+static void lut_killed_export_temporary_removed(void **state)
+{
+    fixture *f = *state;
+    script s = {.stride = 1};
+    test_layer d, g;
+    vg_device *dev = tuned_device(f, &s, &d, &g);
+    pid_t dead = fork();
+    assert_true(dead >= 0);
+    if (dead == 0) {
+        vg_lut_before_rename_hook = die_by_sigkill;
+        vg_lut_export(dev, f->lut, 0);
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(dead, &status, 0);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    assert_int_equal(temporaries(f), 1);
+
+    /* A live writer: a child blocked on a pipe until the test ends. */
+    int hold[2];
+    assert_int_equal(pipe(hold), 0);
+    pid_t live = fork();
+    assert_true(live >= 0);
+    if (live == 0) {
+        close(hold[1]);
+        char c;
+        while (read(hold[0], &c, 1) < 0)
+            ;
+        _exit(0);
+    }
+    close(hold[0]);
+    char live_tmp[700];
+    snprintf(live_tmp, sizeof live_tmp, "%s.tmp.%ld", f->lut, (long)live);
+    spit(live_tmp, "half", 4);
+    assert_int_equal(temporaries(f), 2);
+
+    assert_int_equal(vg_lut_export(dev, f->lut, 0), VG_OK);
+    if (temporaries(f) != 1)
+        print_error("%d temporaries left after an export (want the live writer's only)\n",
+                    temporaries(f));
+    assert_int_equal(temporaries(f), 1);
+    assert_int_equal(access(live_tmp, F_OK), 0);
+    close(hold[1]);
+    waitpid(live, &status, 0);
+    unlink(live_tmp);
+    layer_close(&d);
+    layer_close(&g);
+    vg_device_close(dev);
+}
+
+/* An entry whose n overflows int, one with a sign or trailing text in a
+ * number, and the same key twice with another plan: each refused, the
+ * message naming the field or both lines. */
+static void lut_entry_numbers_and_duplicates(void **state)
+{
+    fixture *f = *state;
+    script s = {.stride = 1};
+    test_layer d, g;
+    vg_device *dev = tuned_device(f, &s, &d, &g);
+    assert_int_equal(vg_lut_export(dev, f->lut, 0), VG_OK);
+    char *text = slurp(f->lut);
+
+    char n64[32];
+    snprintf(n64, sizeof n64, "n=%d ", N);
+    const char *const bad_n[] = {"n=99999999999 ", "n=+64 ", "n=64x ", "n= ", "n=-64 "};
+    for (size_t i = 0; i < sizeof bad_n / sizeof bad_n[0]; i++) {
+        char *b = replace_all(text, n64, bad_n[i]);
+        char *bs = reseal(b);
+        expect_refused(f, bs, strlen(bs), VG_ERR_FORMAT, "field 'n'");
+        free(b);
+        free(bs);
+    }
+    char *r = replace_all(text, "rows=3 ", "rows=3z ");
+    char *rs = reseal(r);
+    expect_refused(f, rs, strlen(rs), VG_ERR_FORMAT, "field 'rows'");
+    free(r);
+    free(rs);
+
+    /* The first entry again, with another plan id: two lines, one key. */
+    const char *e1 = strstr(text, "entry ");
+    const char *e1end = strchr(e1, '\n') + 1;
+    const char *plan = strstr(e1, " plan=") + 6;
+    const char *plan_end = strchr(plan, ' ');
+    const char *sum = strstr(text, "checksum fnv1a64=");
+    size_t head = (size_t)(sum - text);
+    char *dup = malloc(strlen(text) * 2 + 64);
+    memcpy(dup, text, head);
+    size_t at = head;
+    memcpy(dup + at, e1, (size_t)(plan - e1));
+    at += (size_t)(plan - e1);
+    at += (size_t)sprintf(dup + at, "other_plan");
+    memcpy(dup + at, plan_end, (size_t)(e1end - plan_end));
+    at += (size_t)(e1end - plan_end);
+    strcpy(dup + at, "checksum fnv1a64=0000000000000000\n");
+    char *dups = reseal(dup);
+    int last_line = 1;
+    for (const char *p = dups; *p; p++)
+        last_line += *p == '\n';
+    last_line -= 2;  /* the appended entry; the checksum line follows it */
+    char both[64];
+    snprintf(both, sizeof both, "line 2 and line %d", last_line);
+    expect_refused(f, dups, strlen(dups), VG_ERR_FORMAT, both);
+    free(dup);
+    free(dups);
+    free(text);
+    layer_close(&d);
+    layer_close(&g);
+    vg_device_close(dev);
+}
+
+/* A FIFO as the LUT: refused at once (it would wait for a writer forever),
+ * and a folder is named as a folder, not "read error". */
+static void lut_fifo_and_folder_refused(void **state)
+{
+    fixture *f = *state;
+    char fifo[700];
+    snprintf(fifo, sizeof fifo, "%s/pipe.lut", f->dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    vg_device *dev = open_cpu(NULL);
+    /* If the reader blocked, the alarm ends the suite instead of hanging it. */
+    alarm(20);
+    assert_int_equal(vg_lut_import(dev, fifo, 0, NULL), VG_ERR_IO);
+    alarm(0);
+    assert_non_null(strstr(vg_last_error(), "not a regular file"));
+    assert_int_equal(vg_lut_import(dev, f->dir, 0, NULL), VG_ERR_IO);
+    if (!strstr(vg_last_error(), "is a folder"))
+        print_error("folder as LUT: %s\n", vg_last_error());
+    assert_non_null(strstr(vg_last_error(), "is a folder"));
+    vg_device_close(dev);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -427,6 +586,9 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(corrupted_truncated_checksum, setup, teardown),
         cmocka_unit_test_setup_teardown(imported_serve_frozen_lookup, setup, teardown),
         cmocka_unit_test_setup_teardown(crash_before_rename_keeps_old_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(lut_killed_export_temporary_removed, setup, teardown),
+        cmocka_unit_test_setup_teardown(lut_entry_numbers_and_duplicates, setup, teardown),
+        cmocka_unit_test_setup_teardown(lut_fifo_and_folder_refused, setup, teardown),
     };
     return VGTEST_MAIN("lut", tests);
 }

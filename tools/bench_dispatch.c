@@ -28,6 +28,7 @@
 #include <cjson/cJSON.h>
 
 #include "bench_dispatch.h"
+#include "fileio.h"
 #include "internal.h"
 #include "timing.h"
 #include "tools.h"
@@ -184,15 +185,23 @@ int vg_bench_dispatch_main(int argc, char **argv)
         }
         if (i + 1 < argc && strcmp(argv[i], "--json") == 0) {
             json = argv[++i];
+            if (vg_check_output_path("--json", json) != VG_OK) {
+                fprintf(stderr, "voltgate bench --dispatch: %s\n", vg_last_error());
+                return VG_EXIT_USAGE;
+            }
         } else if (i + 1 < argc && strcmp(argv[i], "--batches") == 0) {
-            batches = strtol(argv[++i], NULL, 10);
-            if (batches < 1 || batches > MAX_BATCHES) {
+            long long v = 0;
+            int bad = vg_parse_int(argv[++i], (size_t)-1, 1, MAX_BATCHES, &v);
+            batches = (long)v;
+            if (bad) {
                 fprintf(stderr, "voltgate bench --dispatch: --batches must be 1..%d\n", MAX_BATCHES);
                 return VG_EXIT_USAGE;
             }
         } else if (i + 1 < argc && strcmp(argv[i], "--batch") == 0) {
-            batch = strtol(argv[++i], NULL, 10);
-            if (batch < 1 || batch > 10000000) {
+            long long v = 0;
+            int bad = vg_parse_int(argv[++i], (size_t)-1, 1, 10000000, &v);
+            batch = (long)v;
+            if (bad) {
                 fprintf(stderr, "voltgate bench --dispatch: --batch must be 1..10000000\n");
                 return VG_EXIT_USAGE;
             }

@@ -41,6 +41,7 @@
 #include <cjson/cJSON.h>
 
 #include "cuda/cuda_bench.h"
+#include "fileio.h"
 #include "kernels.h"
 #include "tools.h"
 #include "voltgate/formats.h"
@@ -153,23 +154,16 @@ static float uniform(uint64_t *s)
 static int parse_list(const char *s, int *out, int max, const char *what)
 {
     int n = 0;
-    const char *p = s;
-    while (*p) {
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (end == p || errno || v < 1 || v > 1000000 || n >= max) {
-            fprintf(stderr, "voltgate bench: bad %s list '%s'\n", what, s);
+    size_t len;
+    for (const char *p = s, *next; p; p = next) {
+        next = vg_list_item(p, &len);
+        long long v;
+        if (n >= max || vg_parse_int(p, len, 1, 1000000, &v) != 0) {
+            fprintf(stderr, "voltgate bench: bad %s list '%s': item '%.*s' (integers 1..1000000, "
+                            "at most %d)\n", what, s, (int)len, p, max);
             return -1;
         }
         out[n++] = (int)v;
-        p = end;
-        if (*p == ',')
-            p++;
-        else if (*p) {
-            fprintf(stderr, "voltgate bench: bad %s list '%s'\n", what, s);
-            return -1;
-        }
     }
     return n;
 }
@@ -735,23 +729,13 @@ static int max_tokens(const opts *o, int cap)
     return t;
 }
 
-/* The comma-separated item that starts at s: its length in *len, and where
- * the next one starts (NULL after the last).  Unlike strtok it keeps empty
- * items, so "a,,b" and "a," can be refused by name. */
-static const char *list_item(const char *s, size_t *len)
-{
-    const char *end = strchr(s, ',');
-    *len = end ? (size_t)(end - s) : strlen(s);
-    return end ? end + 1 : NULL;
-}
-
 /* Is id one of the comma-separated ids of list (exactly, not a prefix)? */
 static int id_in_list(const char *list, const char *id)
 {
     const size_t len = strlen(id);
     size_t n;
     for (const char *s = list, *next; s; s = next) {
-        next = list_item(s, &n);
+        next = vg_list_item(s, &n);
         if (n == len && !strncmp(s, id, len))
             return 1;
     }
@@ -798,7 +782,7 @@ static const char *unknown_plan(const opts *o, const char *list, size_t *len)
 {
     size_t n;
     for (const char *s = list, *next; s; s = next) {
-        next = list_item(s, &n);
+        next = vg_list_item(s, &n);
         if (!plan_known(o, s, n)) {
             *len = n;
             return s;
@@ -1158,17 +1142,18 @@ static int parse_args(int argc, char **argv, opts *o)
         } else if (!strcmp(a, "--shape")) {
             NEED();
             o->shapes = 0;
-            char buf[256];
-            snprintf(buf, sizeof buf, "%s", v);
-            for (char *s = strtok(buf, ","); s; s = strtok(NULL, ",")) {
-                if (!strcmp(s, "wo_a"))
+            size_t len;
+            for (const char *s = v, *next; s; s = next) {
+                next = vg_list_item(s, &len);
+                if (len == 4 && !strncmp(s, "wo_a", len))
                     o->shapes |= SHAPE_WO_A;
-                else if (!strcmp(s, "dense"))
+                else if (len == 5 && !strncmp(s, "dense", len))
                     o->shapes |= SHAPE_DENSE;
-                else if (!strcmp(s, "prefill"))
+                else if (len == 7 && !strncmp(s, "prefill", len))
                     o->shapes |= SHAPE_PREFILL;
                 else {
-                    fprintf(stderr, "voltgate bench: unknown shape '%s' (wo_a, dense, prefill)\n", s);
+                    fprintf(stderr, "voltgate bench: --shape '%s': unknown or empty shape '%.*s' "
+                                    "(wo_a, dense, prefill)\n", v, (int)len, s);
                     return -1;
                 }
             }
@@ -1213,25 +1198,31 @@ static int parse_args(int argc, char **argv, opts *o)
             }
         } else if (!strcmp(a, "--samples")) {
             NEED();
-            o->samples = atoi(v);
-            if (o->samples < 1 || o->samples > 100000) {
-                fprintf(stderr, "voltgate bench: --samples must be 1..100000\n");
+            long long n;
+            if (vg_parse_int(v, (size_t)-1, 1, 100000, &n) != 0) {
+                fprintf(stderr, "voltgate bench: --samples must be an integer 1..100000, not '%s'\n", v);
                 return -1;
             }
+            o->samples = (int)n;
         } else if (!strcmp(a, "--rotate")) {
             NEED();
-            o->rotate = atoi(v);
-            if (o->rotate < 1 || o->rotate > 16) {
-                fprintf(stderr, "voltgate bench: --rotate must be 1..16\n");
+            long long n;
+            if (vg_parse_int(v, (size_t)-1, 1, 16, &n) != 0) {
+                fprintf(stderr, "voltgate bench: --rotate must be an integer 1..16, not '%s'\n", v);
                 return -1;
             }
+            o->rotate = (int)n;
         } else if (!strcmp(a, "--shard")) {
             NEED();
-            if (sscanf(v, "%d/%d", &o->shard_i, &o->shard_n) != 2 || o->shard_n < 1 ||
-                o->shard_i < 0 || o->shard_i >= o->shard_n) {
+            const char *slash = strchr(v, '/');
+            long long si, sn;
+            if (!slash || vg_parse_int(v, (size_t)(slash - v), 0, 1000000, &si) != 0 ||
+                vg_parse_int(slash + 1, (size_t)-1, 1, 1000000, &sn) != 0 || si >= sn) {
                 fprintf(stderr, "voltgate bench: --shard takes I/N with 0 <= I < N\n");
                 return -1;
             }
+            o->shard_i = (int)si;
+            o->shard_n = (int)sn;
         } else if (!strcmp(a, "--max-rel-rms")) {
             NEED();
             char *end = NULL;
@@ -1242,6 +1233,10 @@ static int parse_args(int argc, char **argv, opts *o)
             }
         } else if (!strcmp(a, "--json")) {
             NEED();
+            if (vg_check_output_path("--json", v) != VG_OK) {
+                fprintf(stderr, "voltgate bench: %s\n", vg_last_error());
+                return -1;
+            }
             o->json = v;
         } else if (!strcmp(a, "--quick")) {
             quick = 1;

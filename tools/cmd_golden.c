@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "tools.h"
 #include "voltgate/golden.h"
 #include "voltgate/runtime.h"
@@ -24,10 +25,8 @@
 
 static int parse_i32(const char *s, int32_t lo, int32_t hi, int32_t *out)
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
+    long long v;
+    if (vg_parse_int(s, (size_t)-1, lo, hi, &v) != 0)
         return -1;
     *out = (int32_t)v;
     return 0;
@@ -315,6 +314,10 @@ static int cmd_gen(int argc, char **argv)
     }
     if (!out) {
         rc = usage_error("gen", "%s", "-o is required");
+        goto done;
+    }
+    if (!set && vg_check_output_path("-o", out) != VG_OK) {
+        rc = usage_error("gen", "%s", vg_last_error());
         goto done;
     }
     if (set) {
@@ -637,6 +640,11 @@ static int cmd_verify(int argc, char **argv)
     verify_out vo = {0};
     char json_tmp[4096];
     if (json) {
+        if (vg_check_output_path("--json", json) != VG_OK) {
+            fprintf(stderr, "voltgate golden verify: %s\n", vg_last_error());
+            rc = VG_EXIT_USAGE;
+            goto out;
+        }
         snprintf(json_tmp, sizeof json_tmp, "%s.tmp.%ld", json, (long)getpid());
         vo.json = fopen(json_tmp, "w");
         if (!vo.json) {
@@ -834,6 +842,19 @@ static int cmd_import(int argc, char **argv)
     }
     if (a.routing && !have_path)
         a.path = VG_PATH_MOE; /* a routing histogram is what a moe case is */
+    if (vg_check_output_path("-o", out) != VG_OK) {
+        rc = usage_error("import", "%s", vg_last_error());
+        goto done;
+    }
+    /* Writing over the checkpoint being read would destroy it. */
+    if (a.safetensors) {
+        struct stat in_sb, out_sb;
+        if (stat(a.safetensors, &in_sb) == 0 && stat(out, &out_sb) == 0 &&
+            in_sb.st_dev == out_sb.st_dev && in_sb.st_ino == out_sb.st_ino) {
+            rc = usage_error("import", "-o %s is the --safetensors input file", out);
+            goto done;
+        }
+    }
     vg_golden_file f;
     vg_status st = vg_golden_import(&a, &f);
     if (st == VG_OK) {

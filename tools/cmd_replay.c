@@ -30,6 +30,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "fileio.h"
 #include "internal.h"
 #include "tools.h"
 
@@ -70,14 +71,12 @@ static void usage(FILE *out)
             "wo_a prefill chunk is tens of GFLOP).\n");
 }
 
-static int parse_int(const char *s, long lo, long hi, long *out)
+static int parse_int(const char *s, size_t len, long lo, long hi, long *out)
 {
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
+    long long v;
+    if (vg_parse_int(s, len, lo, hi, &v) != 0)
         return 0;
-    *out = v;
+    *out = (long)v;
     return 1;
 }
 
@@ -89,6 +88,9 @@ static int parse_layer(const char *item, vg_layer *l)
     char buf[128];
     if (strlen(item) >= sizeof buf)
         return 0;
+    /* strtok would skip an empty field and shift the rest into place. */
+    if (item[0] == ':' || strstr(item, "::") || (item[0] && item[strlen(item) - 1] == ':'))
+        return 0;
     strcpy(buf, item);
     char *parts[6];
     int n = 0;
@@ -99,8 +101,9 @@ static int parse_layer(const char *item, vg_layer *l)
     long nn, kk, gg = 1;
     if (vg_family_parse(parts[0], &l->family) != VG_OK || vg_path_parse(parts[1], &l->path) != VG_OK)
         return 0;
-    if (!parse_int(parts[2], 1, 1 << 20, &nn) || !parse_int(parts[3], 1, 1 << 20, &kk) ||
-        (n == 5 && !parse_int(parts[4], 1, 4096, &gg)))
+    if (!parse_int(parts[2], (size_t)-1, 1, 1 << 20, &nn) ||
+        !parse_int(parts[3], (size_t)-1, 1, 1 << 20, &kk) ||
+        (n == 5 && !parse_int(parts[4], (size_t)-1, 1, 4096, &gg)))
         return 0;
     if (l->path == VG_PATH_DENSE && gg != 1)
         return 0;
@@ -219,18 +222,18 @@ int cmd_replay(int argc, char **argv)
         else if (strcmp(a, "--json") == 0) json = v;
         else if (strcmp(a, "--backend") == 0) backend = v;
         else if (strcmp(a, "--decode-steps") == 0) {
-            if (!parse_int(v, 0, 1000000, &decode_steps)) {
+            if (!parse_int(v, (size_t)-1, 0, 1000000, &decode_steps)) {
                 fprintf(stderr, "voltgate replay: --decode-steps '%s': expected 0..1000000\n", v);
                 return VG_EXIT_USAGE;
             }
         } else if (strcmp(a, "--engines") == 0) {
-            if (!parse_int(v, 1, MAX_ENGINES, &nengines)) {
+            if (!parse_int(v, (size_t)-1, 1, MAX_ENGINES, &nengines)) {
                 fprintf(stderr, "voltgate replay: --engines '%s': expected 1..%d\n", v,
                         MAX_ENGINES);
                 return VG_EXIT_USAGE;
             }
         } else if (strcmp(a, "--chunk") == 0) {
-            if (!parse_int(v, 1, 1 << 20, &chunk)) {
+            if (!parse_int(v, (size_t)-1, 1, 1 << 20, &chunk)) {
                 fprintf(stderr, "voltgate replay: --chunk '%s': expected 1..1048576\n", v);
                 return VG_EXIT_USAGE;
             }
@@ -249,6 +252,11 @@ int cmd_replay(int argc, char **argv)
                         "owns its LUT: set gemm_lut_path in the config, e.g. with {rank})\n");
         return VG_EXIT_USAGE;
     }
+    if ((lut && vg_check_output_path("--lut", lut) != VG_OK) ||
+        (json && vg_check_output_path("--json", json) != VG_OK)) {
+        fprintf(stderr, "voltgate replay: %s\n", vg_last_error());
+        return VG_EXIT_USAGE;
+    }
     if (strcmp(backend, "cpu") && strcmp(backend, "cuda")) {
         fprintf(stderr, "voltgate replay: unknown backend '%s' (cpu or cuda)\n", backend);
         return VG_EXIT_USAGE;
@@ -256,11 +264,12 @@ int cmd_replay(int argc, char **argv)
 
     vg_layer layers[MAX_LAYERS];
     int nlayers = 0;
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", spec);
-    char *save = NULL;
-    for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-        if (nlayers == MAX_LAYERS || !parse_layer(item, &layers[nlayers])) {
+    size_t ilen;
+    for (const char *p = spec, *next; p; p = next) {
+        next = vg_list_item(p, &ilen);
+        char item[128];
+        snprintf(item, sizeof item, "%.*s", (int)(ilen < sizeof item ? ilen : sizeof item - 1), p);
+        if (nlayers == MAX_LAYERS || ilen >= sizeof item || !parse_layer(item, &layers[nlayers])) {
             fprintf(stderr,
                     "voltgate replay: --layers: bad layer '%s' (family:path:N:K[:groups], "
                     "dense takes 1 group, or a preset: wo_a; at most %d layers)\n",
@@ -272,12 +281,12 @@ int cmd_replay(int argc, char **argv)
     request_result *res = calloc(MAX_REQUESTS, sizeof *res);
     int nreq = 0;
     long longest = 0;
-    snprintf(buf, sizeof buf, "%s", requests);
-    for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+    for (const char *p = requests, *next; p; p = next) {
+        next = vg_list_item(p, &ilen);
         long len;
-        if (nreq == MAX_REQUESTS || !parse_int(item, 1, 100000000, &len)) {
-            fprintf(stderr, "voltgate replay: --requests: bad prompt length '%s' (a positive "
-                            "integer; at most %d requests)\n", item, MAX_REQUESTS);
+        if (nreq == MAX_REQUESTS || !parse_int(p, ilen, 1, 100000000, &len)) {
+            fprintf(stderr, "voltgate replay: --requests: bad prompt length '%.*s' (a positive "
+                            "integer; at most %d requests)\n", (int)ilen, p, MAX_REQUESTS);
             free(res);
             return VG_EXIT_USAGE;
         }
@@ -309,6 +318,20 @@ int cmd_replay(int argc, char **argv)
         fprintf(stderr, "voltgate replay: %s backend: %s\n", backend, vg_last_error());
         rc = st == VG_ERR_NO_DEVICE ? VG_EXIT_SKIP : VG_EXIT_FAIL;
         goto out;
+    }
+    /* The config's LUT path is checked as the warm-up will (its folder
+     * made, a file creatable there) before any work, so that a bad path
+     * is bad input, not a failed check after the warm-up. */
+    vg_config_fields cf;
+    vg_config_get(cfg, &cf);
+    if (cf.gemm_lut_path) {
+        char expanded[4200];
+        if ((st = vg_lut_expand_path(dev, cf.gemm_lut_path, expanded, sizeof expanded)) != VG_OK ||
+            (st = vg_lut_prepare_path(expanded)) != VG_OK) {
+            fprintf(stderr, "voltgate replay: %s\n", vg_last_error());
+            rc = VG_EXIT_USAGE;
+            goto out;
+        }
     }
     if (lut && access(lut, F_OK) == 0) {
         vg_lut_report lr;

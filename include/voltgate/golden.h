@@ -156,6 +156,13 @@ typedef struct vg_golden_gen_args {
  * reference with vg_reference_gemm).  Free with vg_golden_free. */
 vg_status vg_golden_generate(const vg_golden_gen_args *a, vg_golden_file *out);
 
+/* The reader's size bounds, for writers to check before they spend the
+ * work: every dataset within VG_GOLDEN_MAX_DATASET_BYTES and all of them
+ * within 4 times that, from f's family, n, k, groups and its cases' m
+ * (ncases may be 0: the weight alone).  VG_ERR_LIMIT naming the dataset,
+ * prefixed by label. */
+vg_status vg_golden_check_bounds(const char *label, const vg_golden_file *f);
+
 /* The synthetic FP32 weight [groups][n][k] of (seed): SCHEMA.md names the
  * distribution.  Used by the generator and to rebuild recipe weights. */
 vg_status vg_golden_synth_weight(uint64_t seed, int32_t groups, int32_t n, int32_t k,

@@ -2,7 +2,8 @@
  * Fuzz target: the golden file reader (golden/golden_io.c, vg_golden_read).
  *
  * Two kinds of input:
- *   - raw: bytes that start with the HDF5 signature are a whole file (the
+ *   - raw: bytes with the HDF5 signature at 0 or at 512 (behind a seal)
+ *     are a whole file (the
  *     corpus holds small files written by the library; libFuzzer mutates
  *     copies).  HDF5's own parser is not instrumented and, in 1.10.x, not
  *     memory-safe on damaged files (suites/fuzz/regressions/fuzz_golden/
@@ -406,7 +407,10 @@ static int fuzz_golden_one(const uint8_t *data, size_t size)
     char path[256];
     fuzz_scratch_path("golden", path, sizeof path);
     static const uint8_t sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
-    if (size >= 8 && memcmp(data, sig, 8) == 0) {
+    /* a whole file: the signature at 0 (unsealed), or at 512 behind a
+     * seal, damaged or not */
+    if ((size >= 8 && memcmp(data, sig, 8) == 0) ||
+        (size >= 520 && memcmp(data + 512, sig, 8) == 0)) {
         if (!fuzz_write_file(path, data, size))
             return 0;
     } else {

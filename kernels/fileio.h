@@ -1,0 +1,49 @@
+/*
+ * Small file and text helpers shared by every layer above the formats (the
+ * LUT, the kernel_config and safetensors readers, the golden writer, the
+ * voltgate program): one way to parse an integer, to open an input file, to
+ * check an output path and to clear the temporaries of dead writers.
+ */
+#ifndef VOLTGATE_FILEIO_H
+#define VOLTGATE_FILEIO_H
+
+#include <stddef.h>
+
+#include "voltgate/status.h"
+
+/* Parses the len bytes at s (the whole string when len is (size_t)-1) as a
+ * decimal integer in [lo, hi]: an optional '-', then digits, nothing else (no
+ * blanks, no '+', no trailing text, no overflow).  0 and *out set, or -1. */
+int vg_parse_int(const char *s, size_t len, long long lo, long long hi, long long *out);
+
+/* One item of a comma-separated list starting at s: *len is its length
+ * (up to the next ',' or the end; 0 for an empty item, which callers
+ * refuse by name); returns where the next item starts, NULL after the
+ * last. */
+const char *vg_list_item(const char *s, size_t *len);
+
+/* Opens path for reading without blocking on a FIFO (O_NONBLOCK, cleared
+ * after the check) and refuses anything but a regular file, with a message
+ * naming what it is ("is a folder, not a file", "is not a regular file (a
+ * FIFO)").  what prefixes the message (e.g. "lut k.lut").  *fd on VG_OK. */
+vg_status vg_open_regular_file(const char *what, const char *path, int *fd);
+
+/* Reads the whole regular file at path (vg_open_regular_file) into a
+ * malloc'ed buffer with a NUL after its *len bytes.  A file of more than
+ * max_bytes is VG_ERR_LIMIT ("larger than 16 MiB"), refused on its size
+ * before allocating.  Messages start with what. */
+vg_status vg_read_whole_file(const char *what, const char *path, size_t max_bytes, char **buf,
+                             size_t *len);
+
+/* Checks, before any work, that a file can be written at path the way the
+ * writers do (a temporary beside it, then rename): path is not empty and not
+ * a folder, an existing path is a regular file, its folder exists, is a
+ * folder and a file can be created in it (one is created and removed).
+ * VG_ERR_IO with a message prefixed by what, else VG_OK. */
+vg_status vg_check_output_path(const char *what, const char *path);
+
+/* Removes the temporaries `<file>.tmp.<pid>` that writers killed before
+ * their rename left behind: those whose pid is not alive.  Best effort. */
+void vg_remove_stale_temporaries(const char *file);
+
+#endif

@@ -1,0 +1,77 @@
+#!/bin/sh
+# Hostile command lines (issue 29): bad output paths are exit 2 before any
+# work, integers and lists are taken whole or refused, FIFOs never hang a
+# reader, and the messages name what is wrong.
+set -u
+TOOL=${VG_TOOL:-build/bin/voltgate}
+[ -x "$TOOL" ] || { echo "no $TOOL"; exit 1; }
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+CFG=ci/serving-config.json
+REPLAY="replay --config $CFG --backend cpu --layers fp16:dense:64:136 --requests 3 --decode-steps 1 --chunk 4"
+
+# want RC PATTERN CMD...: exit RC, stderr matching PATTERN, and for exit 2
+# nothing on stdout (refused before the work, not after it).
+want() {
+    rc=$1 pat=$2
+    shift 2
+    timeout 60 "$TOOL" "$@" >"$TMP/out" 2>"$TMP/err"
+    got=$?
+    if [ "$got" != "$rc" ]; then
+        fail "$*: exit $got, want $rc: $(head -c 300 "$TMP/err")"
+    elif ! grep -q -e "$pat" "$TMP/err"; then
+        fail "$*: stderr lacks '$pat': $(head -c 300 "$TMP/err")"
+    elif [ "$rc" = 2 ] && [ -s "$TMP/out" ]; then
+        fail "$*: refused only after the work: $(head -n 2 "$TMP/out")"
+    fi
+}
+
+# ---- 3: output paths --------------------------------------------------------
+want 2 "folder $TMP/none" $REPLAY --lut "$TMP/none/k.lut"
+want 2 "empty" $REPLAY --lut ""
+want 2 "is a folder" $REPLAY --lut /sys
+want 2 "folder $TMP/none" $REPLAY --json "$TMP/none/r.json"
+want 2 "folder $TMP/none" bench --backend cpu --quick --json "$TMP/none/b.json"
+want 2 "is a folder" bench --backend cpu --quick --json "$TMP"
+want 2 "is a folder" golden verify --backend cpu --json "$TMP" golden/cases/fp8-dense.h5
+mkfifo "$TMP/fifo.lut"
+for p in "$TMP" /proc/voltgate-test.lut /dev/null "$TMP/fifo.lut"; do
+    printf '{"gemm_lut_path":"%s"}\n' "$p" >"$TMP/lutcfg.json"
+    want 2 "gemm_lut_path" replay --config "$TMP/lutcfg.json" --backend cpu \
+        --layers fp16:dense:64:136 --requests 3 --decode-steps 1 --chunk 4
+done
+
+# ---- 4: values taken whole or refused ---------------------------------------
+want 2 "samples" bench --backend cpu --quick --samples 1e9
+want 2 "rotate" bench --backend cpu --quick --rotate 3x
+want 2 "shape" bench --backend cpu --quick --shape ""
+want 2 "shape" bench --backend cpu --quick --shape "dense,"
+want 2 "requests" replay --config $CFG --backend cpu --layers fp16:dense:64:136 \
+    --requests 1,,2 --decode-steps 1 --chunk 4
+want 2 "requests" replay --config $CFG --backend cpu --layers fp16:dense:64:136 \
+    --requests "" --decode-steps 1 --chunk 4
+want 2 "layers" replay --config $CFG --backend cpu --layers fp16:dense::64:136 \
+    --requests 3 --decode-steps 1 --chunk 4
+want 2 "chunk" $REPLAY --chunk 99999999999999999999
+printf '{"gemm_lut_path":"%s/cut\\u0000.lut"}\n' "$TMP" >"$TMP/nul.json"
+want 2 'u0000' replay --config "$TMP/nul.json" --backend cpu --layers fp16:dense:64:136 \
+    --requests 3 --decode-steps 1 --chunk 4
+[ ! -e "$TMP/cut" ] || fail "a gemm_lut_path holding \\u0000 wrote the truncated path"
+
+# ---- 5: FIFOs never hang a reader -------------------------------------------
+mkfifo "$TMP/fifo.json"
+want 2 "not a regular file" replay --config "$TMP/fifo.json" --backend cpu \
+    --layers fp16:dense:64:136 --requests 3 --decode-steps 1 --chunk 4
+
+# ---- 7: messages that say what is wrong -------------------------------------
+want 2 "is a folder" replay --config "$TMP" --backend cpu --layers fp16:dense:64:136 \
+    --requests 3 --decode-steps 1 --chunk 4
+/usr/bin/python3 -c 'import sys; sys.stdout.write("[" * 100000 + "]" * 100000)' >"$TMP/deep.json"
+want 2 "nesting deeper than" replay --config "$TMP/deep.json" --backend cpu \
+    --layers fp16:dense:64:136 --requests 3 --decode-steps 1 --chunk 4
+
+[ "$fails" = 0 ] || { echo "$fails failed"; exit 1; }
+echo "bad-input command lines: all refused as expected"
