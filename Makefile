@@ -136,9 +136,12 @@ suites: $(SUITE_BINS) $(TOOL)
 deps:
 	@VG_DEPS=$(VG_DEPS) DEPS_PREFIX="$(DEPS_PREFIX)" PYTHON="$(PYTHON)" sh ci/deps.sh
 
+# Suites run side by side: JOBS when given (make check JOBS=4), else make's
+# own -jN, else one per CPU (suites/run.py --jobs).
+RUN_JOBS = $(if $(filter command line environment,$(origin JOBS)),--jobs $(JOBS))
 check: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) suites
-	@$(PYTHON) suites/run.py --build $(BUILD) --python $(PYTHON)
+	@$(PYTHON) suites/run.py --build $(BUILD) --python $(PYTHON) $(RUN_JOBS)
 
 regress: deps
 	@$(MAKE) --no-print-directory all

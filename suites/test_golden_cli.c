@@ -191,8 +191,7 @@ static void test_cuda_absent_skips(void **state)
 {
     (void)state;
     if (vgtest_have_cuda()) {
-        print_message("a CUDA device is present: the absent-device path cannot be shown\n");
-        skip();
+        vgtest_skip("a CUDA device is present: the absent-device path cannot be shown");
     }
     char *o, *e;
     assert_int_equal(run(&o, &e, "golden", "verify", "--backend", "cuda", "golden/cases/fp8-moe.h5",
