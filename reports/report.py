@@ -224,6 +224,22 @@ def compare_runs(latest, baseline, min_effect=0.03, alpha=0.05):
     return bench, golden
 
 
+def rows_compared(bench_results, golden_results):
+    """How many rows of the latest run the baseline also holds."""
+    return (sum(1 for r in bench_results if r["base"] is not None)
+            + sum(1 for g in golden_results if g["base"] is not None))
+
+
+def nothing_compared_text(latest, baseline):
+    """Why a baseline that shares no row with the latest run compares nothing."""
+    def kinds(run):
+        backends = sorted({k[0] for k in run.bench} | {k[0] for k in run.golden})
+        return (f"{len(run.bench)} benchmark and {len(run.golden)} golden rows"
+                + (f" on {', '.join(backends)}" if backends else ""))
+    return (f"nothing compared: the baseline {baseline.label} ({kinds(baseline)}) shares no benchmark or "
+            f"golden row with the latest run {latest.label} ({kinds(latest)})")
+
+
 def golden_by_case(golden_results):
     """Golden results grouped per (backend, case, transition): one line per
     case however many plans it has.  Returns dicts with the plans, the worst
@@ -278,18 +294,44 @@ def _bench_cmd_for(row):
 CPU_BUILD_CMD = 'make -j"$(nproc)" CUDA=0 BUILD={build} all'
 
 
-def bisect_recipe(latest, baseline, perf, gold, min_effect, alpha=0.05):
+def _relative_iqr(samples):
+    """(75th - 25th percentile) / median of samples; 0 with fewer than 4."""
+    s = sorted(samples)
+    if len(s) < 4 or stats.median(s) <= 0:
+        return 0.0
+    q = lambda f: s[min(len(s) - 1, int(round(f * (len(s) - 1))))]   # noqa: E731
+    return (q(0.75) - q(0.25)) / stats.median(s)
+
+
+def row_spread(runs, latest, key):
+    """(spread, how): how far a row moves without a code change, from its own
+    figures -- the widest of the relative IQR of its samples in each run and
+    the spread of its medians over the runs before the latest ((max - min) /
+    min) -- and the words that say which one it was."""
+    earlier = [r.bench[key] for r in runs if r is not latest and key in r.bench]
+    within = max((_relative_iqr(row["samples_us"]) for row in earlier + [latest.bench[key]]), default=0.0)
+    medians = [row["median_us"] for row in earlier if row["median_us"]]
+    between = (max(medians) - min(medians)) / min(medians) if len(medians) > 1 and min(medians) > 0 else 0.0
+    if between >= within and len(medians) > 1:
+        return between, f"its median moved {between * 100:.3g}% over the {len(medians)} runs before"
+    return within, f"its samples' interquartile range reaches {within * 100:.3g}% of the median"
+
+
+def bisect_recipe(latest, baseline, perf, gold, min_effect, alpha=0.05, runs=()):
     """(commands, note): the shell commands that pin what regressed between
     the baseline run and the latest to one commit with ci/bisect-step
     (reports/BISECT.md), and a note (or None) on what the reader should know
-    -- or no commands and the reason bisecting cannot help.
+    -- or no commands and the reason bisecting cannot help.  runs: the whole
+    history, for the row's own spread.
 
     Golden cases that passed at the baseline and fail now go first: they are
     exact, and only they are judged (--case), since a case that failed at
     the good end too makes every step "bad".  Else the benchmark row that
     slowed down most, against the baseline record that holds it, with a
-    threshold halfway to its slowdown (never under --min-effect), measured by
-    the same bench command ci/regress ran for it."""
+    threshold halfway to its slowdown but never under --min-effect nor under
+    the row's own spread (row_spread(): a step measured in another build
+    moves that much with no code change), measured by the same bench command
+    ci/regress ran for it."""
     if not (perf or gold) or baseline is None:
         return [], None
     short = latest.short[:7]
@@ -330,7 +372,8 @@ def bisect_recipe(latest, baseline, perf, gold, min_effect, alpha=0.05):
                       None)
         if holder is None:
             return [], f"no record of the baseline run holds the row {row['name']!r}"
-        limit = max(min_effect, worst["effect"] / 2)
+        spread, spread_how = row_spread(runs, latest, worst["key"])
+        limit = max(min_effect, worst["effect"] / 2, spread)
         bench_cmd = _bench_cmd_for(row)
         cmds.append(f"git bisect run /tmp/bisect-step --baseline-record {shlex.quote(os.path.abspath(holder))} "
                     f"--max-regression {limit * 100:.3g}% --perf {shlex.quote('name=' + _glob_literal(row['name']))} "
@@ -339,8 +382,15 @@ def bisect_recipe(latest, baseline, perf, gold, min_effect, alpha=0.05):
                     + (f" --backend {row['backend']}" if row["backend"] != "cpu"
                        else f" --build-cmd {shlex.quote(CPU_BUILD_CMD)}")
                     + (f" --bench-cmd {shlex.quote(bench_cmd)}" if bench_cmd else ""))
-        notes.append(f"the step is bad above half of {row['name']}'s slowdown of "
-                     f"{worst['effect'] * 100:+.1f}% ({limit * 100:.3g}%)")
+        why_limit = ("half its slowdown" if limit == worst["effect"] / 2 else
+                     "its own spread" if limit == spread else "--min-effect")
+        notes.append(f"the step is bad above {limit * 100:.3g}% slower than the baseline: the largest of "
+                     f"half of {row['name']}'s slowdown of {worst['effect'] * 100:+.1f}%, --min-effect "
+                     f"({min_effect * 100:.3g}%) and the row's own spread ({spread_how}); here "
+                     f"{why_limit} sets it")
+        if limit >= worst["effect"]:
+            notes.append("that spread is as large as the slowdown itself: a step's verdict may be noise, "
+                         "measure the row again before trusting the first bad commit")
     else:
         return [], notes[-1]
     cmds.append("git bisect reset")
@@ -803,6 +853,8 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
                  f"{len(gold)} golden row(s){_e(incomplete)}</div>")
     elif baseline is None:
         p.append(f"<div class='verdict warn'>no baseline: nothing compared{_e(incomplete)}</div>")
+    elif not rows_compared(bench_res, golden_res):
+        p.append(f"<div class='verdict bad'>{_e(nothing_compared_text(latest, baseline))}</div>")
     else:
         p.append(f"<div class='verdict {'warn' if missing else 'good'}'>no regression{_e(incomplete)}</div>")
     # One line a reader can stop at.
@@ -1029,7 +1081,7 @@ def write_report(runs, latest, baseline, args, problems, target_list=(), targets
     bench_res, golden_res = compare_runs(latest, baseline, args.min_effect, args.alpha)
     perf, gold = flagged(bench_res, golden_res)
     target_lines = vgtargets.evaluate(target_list, latest.bench)
-    recipe = bisect_recipe(latest, baseline, perf, gold, args.min_effect, args.alpha)
+    recipe = bisect_recipe(latest, baseline, perf, gold, args.min_effect, args.alpha, runs)
     written = []
     plot_note = None
     no_matplotlib = matplotlib_missing()
@@ -1113,6 +1165,10 @@ def main(argv=None):
         if why:
             print(f"\nBisect: {why}.")
         return 1
+    if baseline is not None and not rows_compared(bench_res, golden_res):
+        # A nightly must not go green by comparing nothing.
+        print(nothing_compared_text(latest, baseline))
+        return 2
     print("no regression")
     return 0
 
