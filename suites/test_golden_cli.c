@@ -429,6 +429,26 @@ static void test_recipe_through_the_child(void **state)
     free(e);
 }
 
+/* --case reproduces one row of a report: only the matching case's rows run
+ * into the output and the verdict; a pattern matching nothing is an error. */
+static void test_case_filter(void **state)
+{
+    (void)state;
+    char *o, *e;
+    assert_int_equal(run(&o, &e, "golden", "verify", "--backend", "cpu", "--plan", "heuristic",
+                         "golden/cases/fp8-moe.h5", "--case", "fp8-moe/r1", NULL), 0);
+    assert_non_null(strstr(o, "fp8-moe/r1 "));
+    assert_null(strstr(o, "fp8-moe/r0 "));
+    assert_non_null(strstr(o, "1 row(s): 1 passed, 0 failed"));
+    free(o);
+    free(e);
+    assert_int_equal(run(&o, &e, "golden", "verify", "golden/cases/fp8-moe.h5", "--case", "nope*",
+                         NULL), 2);
+    assert_non_null(strstr(e, "--case 'nope*' matches no case"));
+    free(o);
+    free(e);
+}
+
 int main(int argc, char **argv)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -443,6 +463,7 @@ int main(int argc, char **argv)
         T(test_hdf5_crash_is_a_damaged_file),
         T(test_child_refusal_message),
         T(test_recipe_through_the_child),
+        T(test_case_filter),
     };
     return VGTEST_MAIN("golden_cli", tests);
 }

@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -456,6 +457,8 @@ static int expand(const char *arg, path_list *out)
 }
 
 typedef struct verify_out {
+    const char *case_pattern; /* --case: only the rows of matching cases (fnmatch) */
+    int case_rows;            /* rows of matching cases, whatever their verdict */
     FILE *json;       /* NULL: no JSON */
     int json_rows;
     int failed_rows, rows;
@@ -489,6 +492,9 @@ static void json_num(FILE *f, double v)
 static void on_row(const vg_golden_row *r, void *user)
 {
     verify_out *o = user;
+    if (o->case_pattern && fnmatch(o->case_pattern, r->case_name, 0) != 0)
+        return;
+    o->case_rows++;
     char tol[64];
     snprintf(tol, sizeof tol, "%.1e/%.2g", r->tol_rel_rms, r->tol_max_abs);
     printf("%-28s %-5s %-36s %10.3e %10.3e %-18s %s%s%s\n", r->case_name, r->backend, r->plan,
@@ -532,7 +538,7 @@ static void verify_help(FILE *out)
 {
     fprintf(out,
             "usage: voltgate golden verify [--backend cpu|cuda|all] [--plan all|heuristic|ID]\n"
-            "                              [--json FILE] [--shard I/N] PATH...\n\n"
+            "                              [--json FILE] [--shard I/N] [--case PATTERN] PATH...\n\n"
             "Runs every case of every golden file (PATH: files or folders of *.h5) through\n"
             "the runtime and compares with y_ref: relative RMS error and max abs error\n"
             "against the case's tolerance.\n"
@@ -542,13 +548,15 @@ static void verify_help(FILE *out)
             "  --json     also write the rows as {\"tool\":\"golden-verify\",\"rows\":[...]}\n"
             "  --shard    I/N: only the files whose index in the sorted file list is I mod N\n"
             "             (I from 0 to N-1)\n"
+            "  --case     only the cases whose name matches PATTERN (shell glob: * ? [...]);\n"
+            "             with --backend and --plan, reproduces one failing row of a report\n"
             "exit: 0 all pass, 1 some case failed, 2 a file could not be used or bad usage,\n"
             "      77 --backend cuda without a CUDA device (prints 'skipped: no CUDA device')\n");
 }
 
 static int cmd_verify(int argc, char **argv)
 {
-    const char *backend = "cpu", *plan = "all", *json = NULL;
+    const char *backend = "cpu", *plan = "all", *json = NULL, *case_pattern = NULL;
     int32_t shard_i = 0, shard_n = 1;
     path_list files = {0};
     int rc = VG_EXIT_USAGE;
@@ -571,6 +579,8 @@ static int cmd_verify(int argc, char **argv)
                 plan = v;
             else if (!strcmp(o, "--json"))
                 json = v;
+            else if (!strcmp(o, "--case"))
+                case_pattern = v;
             else if (!strcmp(o, "--shard")) {
                 char a[32], b[32];
                 const char *slash = strchr(v, '/');
@@ -634,7 +644,7 @@ static int cmd_verify(int argc, char **argv)
         }
     }
 
-    verify_out vo = {0};
+    verify_out vo = {.case_pattern = case_pattern};
     char json_tmp[4096];
     if (json) {
         snprintf(json_tmp, sizeof json_tmp, "%s.tmp.%ld", json, (long)getpid());
@@ -673,6 +683,11 @@ static int cmd_verify(int argc, char **argv)
             }
         }
         vg_golden_free(&f);
+    }
+    if (case_pattern && vo.case_rows == 0 && !bad_file) {
+        fprintf(stderr, "voltgate golden verify: --case '%s' matches no case of the files given "
+                        "(with this --plan)\n", case_pattern);
+        bad_file = 1;
     }
     if (strcmp(plan, "all") && strcmp(plan, "heuristic") && plan_ran == 0 && !bad_file) {
         fprintf(stderr, "voltgate golden verify: plan '%s' applies to no case given "
