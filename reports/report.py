@@ -60,6 +60,7 @@ class Run:
         self.records = []
         self.bench = {}         # (backend, name) -> row
         self.golden = {}        # (backend, case, plan) -> row
+        self.golden_record = {}  # (backend, case, plan) -> the record file holding it
         self.duplicates = []    # rows that two records both had
 
     @property
@@ -112,6 +113,7 @@ class Run:
                 self.duplicates.append(f"golden {key} in {rec['_file']}")
                 continue
             self.golden[key] = row
+            self.golden_record[key] = rec["_file"]
 
     def replays(self):
         return [(r["runner"], r["replay"]) for r in self.records if r["replay"] is not None]
@@ -220,7 +222,8 @@ def compare_runs(latest, baseline, min_effect=0.03, alpha=0.05):
             transition = "PASS" if now_ok else "PASS->FAIL"
         else:
             transition = "FAIL->PASS" if now_ok else "still FAIL"
-        golden.append({"key": key, "row": row, "base": base, "transition": transition})
+        golden.append({"key": key, "row": row, "base": base, "transition": transition,
+                       "record": latest.golden_record.get(key)})
     return bench, golden
 
 
@@ -250,13 +253,22 @@ def golden_by_case(golden_results):
         key = (row["backend"], row["case"], g["transition"])
         d = groups.setdefault(key, {"backend": row["backend"], "case": row["case"], "family": row["family"],
                                     "path": row["path"], "transition": g["transition"], "plans": [],
-                                    "worst": 0.0, "tol": row["tol_rel_rms"], "nan": False})
+                                    "worst": 0.0, "tol": row["tol_rel_rms"], "nan": False,
+                                    "file": row["file"], "record": g.get("record"), "worst_plan": row["plan"]})
         d["plans"].append(row["plan"])
         if row["rel_rms"] is None:
+            if not d["nan"]:
+                d["worst_plan"] = row["plan"]
             d["nan"] = True
-        elif row["rel_rms"] > d["worst"]:
-            d["worst"], d["tol"] = row["rel_rms"], row["tol_rel_rms"]
+        elif row["rel_rms"] > d["worst"] and not d["nan"]:
+            d["worst"], d["tol"], d["worst_plan"] = row["rel_rms"], row["tol_rel_rms"], row["plan"]
     return list(groups.values())
+
+
+def reproduce_command(d):
+    """The one command that runs a golden case's worst row again."""
+    return (f"voltgate golden verify --backend {d['backend']} --plan {shlex.quote(d['worst_plan'])} "
+            f"{shlex.quote(d['file'])} --case {shlex.quote(_glob_literal(d['case']))}")
 
 
 def _worst(d):
@@ -469,16 +481,19 @@ def run_labels(runs):
     return [r.label + (" " + r.date[11:16] if counts[r.label] > 1 else "") for r in runs]
 
 
-def plot_history(runs, out_dir, written, max_lines=8):
+def plot_history(runs, out_dir, written, max_lines=8, regressed=(), row_plots=None):
     """One PNG per (backend, family, path): each row's median over runs with a
-    min-max band.  Returns [(title, png)]."""
+    min-max band, the latest point of a regressed row ringed in red, each run
+    on the x axis by commit and date.  Returns [(title, png)]; row_plots, when
+    given, gets {(backend, name): png}."""
+    regressed = set(regressed)
     plt = _plt()
     groups = {}
     for run in runs:
         for (backend, name), row in run.bench.items():
             groups.setdefault((backend, row["kind"], row["family"], row["path"]), set()).add(name)
     out = []
-    all_labels = run_labels(runs)
+    all_labels = [f"{label}\n{run.date[5:10]}" for label, run in zip(run_labels(runs), runs)]
     for (backend, kind, family, path), names in sorted(groups.items()):
         names = sorted(names, key=_natural)
         # Only the runs that measured this group take a place on the x axis.
@@ -503,6 +518,9 @@ def plot_history(runs, out_dir, written, max_lines=8):
                 ax.fill_between(px, lo, hi, color=color, alpha=0.18, linewidth=0)
                 ax.plot(px, med, marker="o", markersize=4, color=color,
                         label=_short_name(name, family, path))
+                if (backend, name) in regressed and sub[px[-1]] is runs[-1]:
+                    ax.scatter([px[-1]], [med[-1]], s=110, facecolors="none", edgecolors="red",
+                               linewidths=1.8, zorder=4)
                 lo_all += lo
                 hi_all += hi
             if lo_all and min(lo_all) > 0 and max(hi_all) / min(lo_all) > 20:
@@ -513,13 +531,15 @@ def plot_history(runs, out_dir, written, max_lines=8):
             if len(xs) == 1:
                 ax.set_xlim(-0.5, 0.5)
             ax.set_ylabel("median us (band: min-max)")
-            ax.set_xlabel("commit (* = dirty tree)")
+            ax.set_xlabel("commit (* = dirty tree) and date; red ring: regressed")
             what = " ".join(w for w in (family, path) if w not in ("n/a", "", "-"))
             title = f"{backend} {kind}" + (f": {what}" if what else "") + (f" ({part // max_lines + 1})" if len(names) > max_lines else "")
             ax.set_title(title)
             ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=10)
             png = _save(fig, out_dir, f"history-{_slug(title)}.png", written)
             out.append((title, png))
+            if row_plots is not None:
+                row_plots.update({(backend, n): png for n in chunk})
     return out
 
 
@@ -554,19 +574,20 @@ def plot_bandwidth(run, out_dir, written, target_list=()):
             ax.bar(xs, best, width * 0.9, color=f"C{j}", alpha=0.55, label=f"{path} (bar: best row)")
             ax.scatter(pts_x, pts_y, s=12, color=f"C{j}", edgecolor="black", linewidth=0.4, zorder=3)
         # The bandwidth targets of targets.json, named by id (the id says which
-        # family: issue 4's 0.80 is fp8's), set for the GPU kernels (the CPU plot
-        # says so).  The highest label sits above its line, the others below
-        # theirs, so that two close targets do not print over each other.
-        for level, sources in sorted(bw_targets.items(), reverse=True):
+        # family: issue 4's 0.80 is fp8's), set for the GPU kernels: a CPU plot
+        # does not draw them.  The highest label sits above its line, the
+        # others below theirs, so that two close targets do not print over
+        # each other.
+        for level, sources in sorted(bw_targets.items() if backend != "cpu" else (), reverse=True):
             top = level == max(bw_targets)
             ax.axhline(level, color="red", linestyle="--", linewidth=1)
-            ax.text(-0.45, level + (0.01 if top else -0.01), f"{level:.2f} target ({', '.join(sorted(sources))})"
-                    + (", GPU kernels" if backend == "cpu" else ""), color="red", va="bottom" if top else "top",
-                    ha="left", fontsize=9)
+            ax.text(-0.45, level + (0.01 if top else -0.01), f"{level:.2f} target ({', '.join(sorted(sources))})",
+                    color="red", va="bottom" if top else "top", ha="left", fontsize=9)
         ax.set_xticks(range(len(families)))
         ax.set_xticklabels(families)
         top = max(r["bandwidth_fraction"] for r in rows)
-        ax.set_ylim(0, max(1.05, top * 1.1))
+        # A CPU row's fraction is small (no target line to reach): scale to it.
+        ax.set_ylim(0, max(1.05, top * 1.1) if backend != "cpu" else max(top * 1.25, 1e-3))
         ax.set_ylabel("weight bytes / time / copy bandwidth")
         title = f"{backend}: bandwidth fraction per family and path (dots: each row)"
         ax.set_title(title)
@@ -788,7 +809,7 @@ def tuner_vs_heuristic(run, margin=0.10):
 
 CSS = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 24px auto;
-       max-width: 1220px; color: #1b1b1b; line-height: 1.4; font-size: 15px; padding: 0 12px; }
+       max-width: 1800px; color: #1b1b1b; line-height: 1.4; font-size: 15px; padding: 0 12px; }
 h1 { font-size: 26px; margin-bottom: 4px; } h2 { font-size: 20px; margin-top: 34px;
      border-bottom: 2px solid #ddd; padding-bottom: 4px; }
 table { border-collapse: collapse; margin: 8px 0 16px 0; font-size: 14px; }
@@ -798,21 +819,39 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .muted { color: #666; } .verdict { font-size: 20px; font-weight: bold; padding: 8px 12px;
      display: inline-block; border-radius: 4px; }
 .grid { display: flex; flex-wrap: wrap; gap: 10px; } .grid img { max-width: 600px; width: 100%; }
-img.wide { max-width: 100%; } .scroll { overflow-x: auto; } .scroll table { font-size: 13px; } code { background: #f4f4f4; padding: 0 3px; }
+img.wide { max-width: 100%; } .scroll { overflow-x: auto; max-width: 100%; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f4f4f4; padding: 6px 8px; } .scroll table { font-size: 13px; } code { background: #f4f4f4; padding: 0 3px; }
 details summary { cursor: pointer; font-weight: bold; margin: 6px 0; }
 """
 
 
+class Html(str):
+    """A table cell that is already HTML (a link): _table() does not escape it."""
+
+
+def _link(href, text):
+    return Html(f"<a href='{_e(href)}'>{_e(text)}</a>")
+
+
+def _anchor(png):
+    return "plot-" + _slug(os.path.splitext(png)[0])
+
+
 def _table(headers, rows, classes=None):
-    out = ["<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in headers) + "</tr>"]
+    """A table in its own horizontally scrolling box: a wide table scrolls
+    there instead of running off the page."""
+    out = ["<div class='scroll'><table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in headers) + "</tr>"]
     for i, row in enumerate(rows):
         cls = f' class="{classes[i]}"' if classes and classes[i] else ""
         cells = []
         for c in row:
+            if isinstance(c, Html):
+                cells.append(f"<td>{c}</td>")
+                continue
             num = isinstance(c, (int, float)) or (isinstance(c, str) and re.match(r"^[-+]?[\d.]+(e[-+]?\d+)?%?$", c))
             cells.append(f'<td class="num">{_e(c)}</td>' if num else f"<td>{_e(c)}</td>")
         out.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
-    out.append("</table>")
+    out.append("</table></div>")
     return "\n".join(out)
 
 
@@ -820,16 +859,26 @@ def _fmt(v, spec="{:.4g}"):
     return "n/a" if v is None else spec.format(v)
 
 
-def golden_case_table(cases, limit=60):
-    """Failing (or recovered) golden cases, one line per case."""
+def _href(path, out_dir):
+    """A link from the page in out_dir to a file named as the tools named it
+    (relative to the folder the report runs in, as ci/regress runs it)."""
+    return os.path.relpath(os.path.abspath(path), os.path.abspath(out_dir)) if out_dir else path
+
+
+def golden_case_table(cases, limit=60, out_dir=None):
+    """Failing (or recovered) golden cases, one line per case: the case links
+    to its golden file, the record to the results record holding it, and the
+    command runs its worst row again."""
     rows, cls = [], []
     for d in cases[:limit]:
         plans = ", ".join(d["plans"]) if len(d["plans"]) <= 3 else f"{len(d['plans'])} plans"
-        rows.append([d["backend"], d["case"], d["family"], d["path"], d["transition"], plans, _worst(d),
-                     _fmt(d["tol"], "{:.3g}")])
+        record_cell = _link(_href(d["record"], out_dir), os.path.basename(d["record"])) if d.get("record") else "-"
+        rows.append([d["backend"], _link(_href(d["file"], out_dir), d["case"]), d["family"], d["path"],
+                     d["transition"], plans, _worst(d), _fmt(d["tol"], "{:.3g}"),
+                     Html(f"<code>{_e(reproduce_command(d))}</code>"), record_cell])
         cls.append("good" if d["transition"] == "FAIL->PASS" else "bad")
-    out = _table(["backend", "golden case", "family", "path", "change", "plans", "worst rel RMS",
-                  "tolerance"], rows, cls)
+    out = _table(["backend", "golden case (its file)", "family", "path", "change", "plans", "worst rel RMS",
+                  "tolerance", "reproduce", "record"], rows, cls)
     if len(cases) > limit:
         out += f"<p>... and {len(cases) - limit} more cases (all of them under Golden error below).</p>"
     return out
@@ -852,7 +901,7 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
         p.append(f"<div class='verdict bad'>REGRESSED: {len(perf)} benchmark row(s), "
                  f"{len(gold)} golden row(s){_e(incomplete)}</div>")
     elif baseline is None:
-        p.append(f"<div class='verdict warn'>no baseline: nothing compared{_e(incomplete)}</div>")
+        p.append(f"<div class='verdict warn'>first run: nothing to compare{_e(incomplete)}</div>")
     elif not rows_compared(bench_res, golden_res):
         p.append(f"<div class='verdict bad'>{_e(nothing_compared_text(latest, baseline))}</div>")
     else:
@@ -905,13 +954,18 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
              f"least {args.min_effect * 100:.0f} % slower; fewer than {stats.MIN_SAMPLES} samples on a side: "
              f"never flagged. Copy and peer rows are compared but not flagged.</p>")
     if perf:
-        p.append(_table(["backend", "benchmark", "baseline median us", "latest median us", "change",
+        row_plots = plots.get("row_plots", {})
+
+        def trend(r):
+            png = row_plots.get(r["key"])
+            return _link("#" + _anchor(png), r["row"]["name"]) if png else r["row"]["name"]
+        p.append(_table(["backend", "benchmark (its trend)", "baseline median us", "latest median us", "change",
                          "p (Mann-Whitney U)", "n base/new"],
-                        [[r["row"]["backend"], r["row"]["name"], _fmt(r["median_base"]), _fmt(r["median_new"]),
+                        [[r["row"]["backend"], trend(r), _fmt(r["median_base"]), _fmt(r["median_new"]),
                           _fmt(r["effect"] * 100, "{:+.1f}%"), f"{r['p']:.2g} ({r['method']})",
                           f"{r['n_base']}/{r['n_new']}"] for r in perf], ["bad"] * len(perf)))
     if gold:
-        p.append(golden_case_table(golden_by_case(gold), limit=20))
+        p.append(golden_case_table(golden_by_case(gold), limit=20, out_dir=args.out))
     if not perf and not gold:
         p.append("<p>Nothing flagged.</p>")
     else:
@@ -937,7 +991,11 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
                  "is above it, the rows that miss both are counted, since that gap is the memory "
                  "system's, not the kernel's. Targets do not decide the verdict above: regressions do.</p>")
         rows, cls = [], []
+        # Not-measured lines say nothing one by one: one line for all of them.
+        unmeasured = [ln for ln in target_lines if ln["status"] == "not measured"]
         for ln in target_lines:
+            if ln["status"] == "not measured":
+                continue
             spec, gaps = vgtargets.value_spec(ln), vgtargets.gaps(ln)
             rows.append([ln["source"], ln["text"], ln["group"] or "-", ln["status"],
                          f"{ln['met']}/{ln['rows'] - ln['unmeasured']}" + (f" ({'; '.join(gaps)})" if gaps else ""),
@@ -946,9 +1004,17 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
                          (vgtargets.reach_text(ln) or "-") +
                          (f" (under the target at {ln['over_ceiling']} rows)" if ln.get("over_ceiling") else "")])
             cls.append({"met": "good", "not met": "bad"}.get(ln["status"], "warn"))
-        p.append("<div class='scroll'>" +
-                 _table(["issue", "target", "line", "status", "rows met", "worst", "needs", "worst row",
-                         "its ceil fraction", "stream ceiling reads"], rows, cls) + "</div>")
+        if rows:
+            p.append(_table(["issue", "target", "line", "status", "rows met", "worst", "needs", "worst row",
+                             "its ceil fraction", "stream ceiling reads"], rows, cls))
+        if unmeasured:
+            by_source = {}
+            for ln in unmeasured:
+                by_source[ln["source"]] = by_source.get(ln["source"], 0) + 1
+            p.append(f"<p class='warn'>Not measured in this run: {len(unmeasured)} target line(s) ("
+                     + _e(", ".join(f"{src}: {n}" for src, n in by_source.items()))
+                     + "); this run has no row with a value for them (a CPU-only run, a bench without peers, "
+                     "a family not benched).</p>")
     else:
         p.append("<p class='muted'>No targets checked (--targets none).</p>")
 
@@ -978,12 +1044,11 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
                  f"(tune=off): the pick ran more than 10 % slower in {slower}, more than 10 % faster in "
                  f"{faster}. The tuner times each candidate alone; the bench times layers back to back, "
                  "as a serving engine runs them.</p>")
-        p.append("<div class='scroll'>" +
-                 _table(["backend", "benchmark", "heuristic plan", "heuristic us", "tuned plan", "decision",
+        p.append(_table(["backend", "benchmark", "heuristic plan", "heuristic us", "tuned plan", "decision",
                          "tuned us", "tuned vs heuristic"],
                         [[r["backend"], r["variant"], r["heuristic_plan"], _fmt(r["heuristic_us"]), r["tuned_plan"],
                           r["decision"], _fmt(r["tuned_us"]), _fmt(r["loss"] * 100, "{:+.1f}%")] for r in tvh],
-                        [{"slower": "bad", "faster": "good"}.get(r["mark"], "") for r in tvh]) + "</div>")
+                        [{"slower": "bad", "faster": "good"}.get(r["mark"], "") for r in tvh]))
     else:
         p.append("<p class='muted'>No row where tuning picked another plan than the heuristic "
                  "(or no tune=on/off pairs in this run).</p>")
@@ -1003,11 +1068,9 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
                          r["verdict"] + ("; OUTPUT CHECK FAILED" if row.get("output_ok") is False else "")])
             cls.append("bad" if row.get("output_ok") is False else
                        {"regressed": "bad", "improved": "good", "too few samples": "warn"}.get(r["verdict"], ""))
-        p.append("<div class='scroll'>" +
-                 _table(["backend", "benchmark", "kind", "plan", "decision", "baseline median us", "median us",
+        p.append(_table(["backend", "benchmark", "kind", "plan", "decision", "baseline median us", "median us",
                          "min - max us", "change", "p", "n base/new", "bw fraction", "ceil fraction", "verdict"],
-                        rows, cls) +
-                 "</div>")
+                        rows, cls))
     else:
         p.append("<p class='muted'>No benchmark rows in the latest run.</p>")
 
@@ -1017,7 +1080,8 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
         if not titles:
             return ("<p class='muted'>Nothing to plot" + (": not measured in this run (see the top of the page)"
                                                           if missing else "") + ".</p>")
-        imgs = "".join(f"<img src='{_e(png)}' alt='{_e(t)}' class='{'wide' if wide else ''}'>" for t, png in titles)
+        imgs = "".join(f"<img id='{_anchor(png)}' src='{_e(png)}' alt='{_e(t)}' class='{'wide' if wide else ''}'>"
+                       for t, png in titles)
         return imgs if wide else f"<div class='grid'>{imgs}</div>"
 
     p.append("<h2>Bandwidth fraction per path and family</h2>" + images(plots["bandwidth"], wide=True))
@@ -1029,7 +1093,7 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
         if bad:
             cases = golden_by_case(bad)
             p.append(f"<details><summary>{len(cases)} failing or recovered case(s)</summary>"
-                     + golden_case_table(cases, limit=500) + "</details>")
+                     + golden_case_table(cases, limit=500, out_dir=args.out) + "</details>")
     else:
         p.append("<p class='muted'>No golden rows in the latest run.</p>")
 
@@ -1061,8 +1125,12 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
         p.append(images(plots["coverage"]))
 
     p.append("<h2>Each benchmark over commits</h2>")
-    p.append("<p class='muted'>Line: median; band: min to max of the samples of each run.</p>")
-    p.append(images(plots["history"]))
+    if len(runs) > 1:
+        p.append("<p class='muted'>Line: median; band: min to max of the samples of each run; "
+                 "red ring: a regressed row's latest point.</p>")
+        p.append(images(plots["history"]))
+    else:
+        p.append("<p class='muted'>One run in the history: trends start with the second.</p>")
     p.append("<h2>Runs in the history</h2>")
     p.append(_table(["run", "commit", "date", "records", "bench rows", "golden rows"],
                     [[i + 1, r.label, r.date, len(r.records), len(r.bench), len(r.golden)]
@@ -1094,7 +1162,12 @@ def write_report(runs, latest, baseline, args, problems, target_list=(), targets
                      "apt-get install python3-matplotlib (or make deps) draws them.")
         print(f"report.py: {plot_note}", file=sys.stderr)
     else:
-        plots = {"history": plot_history(runs, args.out, written),
+        row_plots = {}
+        regressed_keys = {r["key"] for r in perf}
+        # One run draws single dots: trends start with the second run.
+        plots = {"history": plot_history(runs, args.out, written, regressed=regressed_keys,
+                                         row_plots=row_plots) if len(runs) > 1 else [],
+                 "row_plots": row_plots,
                  "bandwidth": plot_bandwidth(latest, args.out, written, target_list),
                  "golden": plot_golden(latest, args.out, written),
                  "replay": plot_replay(runs, latest, args.out, written),
