@@ -814,6 +814,7 @@ h1 { font-size: 26px; margin-bottom: 4px; } h2 { font-size: 20px; margin-top: 34
      border-bottom: 2px solid #ddd; padding-bottom: 4px; }
 table { border-collapse: collapse; margin: 8px 0 16px 0; font-size: 14px; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; } td { white-space: nowrap; } th { background: #f0f0f0; text-align: left; }
+td.prose { white-space: normal; min-width: 22em; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .bad { background: #fbdada; } .good { background: #dcf3dc; } .warn { background: #fff3cd; }
 .muted { color: #666; } .verdict { font-size: 20px; font-weight: bold; padding: 8px 12px;
@@ -849,7 +850,10 @@ def _table(headers, rows, classes=None):
                 cells.append(f"<td>{c}</td>")
                 continue
             num = isinstance(c, (int, float)) or (isinstance(c, str) and re.match(r"^[-+]?[\d.]+(e[-+]?\d+)?%?$", c))
-            cells.append(f'<td class="num">{_e(c)}</td>' if num else f"<td>{_e(c)}</td>")
+            # Long prose (a target's text) wraps, so its table can fit the window.
+            long_text = isinstance(c, str) and len(c) > 60 and " " in c
+            cells.append(f'<td class="num">{_e(c)}</td>' if num else
+                         f"<td class='prose'>{_e(c)}</td>" if long_text else f"<td>{_e(c)}</td>")
         out.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
     out.append("</table></div>")
     return "\n".join(out)
