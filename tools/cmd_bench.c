@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -67,6 +68,7 @@ typedef struct opts {
     int tunes[2], ntunes;
     vg_family family;
     const char *json;
+    int json_gbench;          /* --json-format gbench: google-benchmark's layout */
     int samples;
     int rotate;               /* 0 = automatic */
     int shard_i, shard_n;
@@ -1108,6 +1110,10 @@ static void usage(FILE *f)
             "  --shard I/N            run only rows i with i %% N == I\n"
             "  --quick                a few dozen samples, small shapes (make regress)\n"
             "  --json FILE            write every row and sample\n"
+            "  --json-format F        ours (default: rows[] with samples_us) or gbench:\n"
+            "                         google-benchmark's JSON (context, benchmarks[] with one\n"
+            "                         entry per sample and our bandwidth fields as counters),\n"
+            "                         which its compare.py reads\n"
             "  --dispatch ...         the dispatch-overhead bench (tools/bench_dispatch.c)\n"
             "Exit: 0 ok, 1 a row failed, 2 usage, 77 no CUDA device.\n");
 }
@@ -1243,6 +1249,13 @@ static int parse_args(int argc, char **argv, opts *o)
         } else if (!strcmp(a, "--json")) {
             NEED();
             o->json = v;
+        } else if (!strcmp(a, "--json-format")) {
+            NEED();
+            if (strcmp(v, "ours") && strcmp(v, "gbench")) {
+                fprintf(stderr, "voltgate bench: --json-format takes ours or gbench, not '%s'\n", v);
+                return -1;
+            }
+            o->json_gbench = !strcmp(v, "gbench");
         } else if (!strcmp(a, "--quick")) {
             quick = 1;
         } else if (!strcmp(a, "--no-peers")) {
@@ -1312,6 +1325,84 @@ static int make_configs(bench *b)
     return 0;
 }
 
+/* A row's number field, NAN when absent or null. */
+static double row_number(const cJSON *row, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+/* google-benchmark's JSON from ours: the header becomes "context" (with the
+ * fields google-benchmark writes there), and each row one "iteration" entry
+ * per sample (real_time in us; cpu_time is the same figure, as a device
+ * timer measures no CPU time), so that compare.py's U test sees every
+ * sample.  Our bandwidth fields go along as counters. */
+static cJSON *gbench_from(cJSON *ours)
+{
+    cJSON *rows = cJSON_DetachItemFromObjectCaseSensitive(ours, "rows");
+    cJSON *root = cJSON_CreateObject();
+    cJSON *context = ours;
+    char date[64], host[256] = "";
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+    gethostname(host, sizeof host - 1);
+    cJSON_AddStringToObject(context, "date", date);
+    cJSON_AddStringToObject(context, "host_name", host);
+    cJSON_AddStringToObject(context, "executable", "voltgate bench");
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    cJSON_AddNumberToObject(context, "num_cpus", ncpu > 0 ? (double)ncpu : 1.0);
+    cJSON_AddNumberToObject(context, "mhz_per_cpu", 0);
+    cJSON_AddBoolToObject(context, "cpu_scaling_enabled", 0);
+    cJSON_AddItemToObject(context, "caches", cJSON_CreateArray());
+    cJSON_AddStringToObject(context, "library_build_type", "release");
+    cJSON_AddItemToObject(root, "context", context);
+    cJSON *benchmarks = cJSON_AddArrayToObject(root, "benchmarks");
+    const double copy_gbs = row_number(context, "copy_bandwidth_gbs");
+    int family_index = 0;
+    const cJSON *row;
+    cJSON_ArrayForEach(row, rows) {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(row, "name"));
+        const char *plan = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(row, "plan"));
+        const cJSON *samples = cJSON_GetObjectItemCaseSensitive(row, "samples_us");
+        const int n = cJSON_GetArraySize(samples);
+        const double bytes = row_number(row, "bytes"), ceil_frac = row_number(row, "ceiling_fraction");
+        int rep = 0;
+        const cJSON *sample;
+        cJSON_ArrayForEach(sample, samples) {
+            const double us = sample->valuedouble;
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "name", name ? name : "?");
+            cJSON_AddNumberToObject(e, "family_index", family_index);
+            cJSON_AddNumberToObject(e, "per_family_instance_index", 0);
+            cJSON_AddStringToObject(e, "run_name", name ? name : "?");
+            cJSON_AddStringToObject(e, "run_type", "iteration");
+            cJSON_AddNumberToObject(e, "repetitions", n);
+            cJSON_AddNumberToObject(e, "repetition_index", rep++);
+            cJSON_AddNumberToObject(e, "threads", 1);
+            cJSON_AddNumberToObject(e, "iterations", 1);
+            cJSON_AddNumberToObject(e, "real_time", us);
+            cJSON_AddNumberToObject(e, "cpu_time", us);
+            cJSON_AddStringToObject(e, "time_unit", "us");
+            if (plan)
+                cJSON_AddStringToObject(e, "label", plan);
+            if (us > 0 && bytes > 0) {
+                cJSON_AddNumberToObject(e, "bytes_per_second", bytes / (us * 1e-6));
+                if (copy_gbs > 0)
+                    cJSON_AddNumberToObject(e, "bandwidth_fraction",
+                                            bytes / (us * 1e-6) / 1e9 / copy_gbs);
+            }
+            if (isfinite(ceil_frac))
+                cJSON_AddNumberToObject(e, "ceiling_fraction", ceil_frac);
+            cJSON_AddItemToArray(benchmarks, e);
+        }
+        family_index++;
+    }
+    cJSON_Delete(rows);
+    return root;
+}
+
 static int write_json(bench *b)
 {
     cJSON *root = cJSON_CreateObject();
@@ -1351,6 +1442,8 @@ static int write_json(bench *b)
     cJSON_AddNumberToObject(root, "copy_bandwidth_gbs", b->copy_gbs);
     cJSON_AddItemToObject(root, "rows", b->rows);
     b->rows = NULL;
+    if (b->o.json_gbench)
+        root = gbench_from(root);
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (!text)
