@@ -75,6 +75,9 @@ BUILD_ID_STAMP := $(BUILD)/build-id
 $(shell mkdir -p $(BUILD) && echo '$(VG_BUILD_ID)' | cmp -s - $(BUILD_ID_STAMP) || echo '$(VG_BUILD_ID)' > $(BUILD_ID_STAMP))
 $(BUILD)/obj/runtime/lut.o: $(BUILD_ID_STAMP)
 $(BUILD)/obj/runtime/lut.o: VG_CPPFLAGS += -DVG_BUILD_ID='"voltgate $(VG_BUILD_ID)"'
+# The same id for `voltgate --version` and the "build" of every JSON it writes.
+$(BUILD)/obj/tools/main.o: $(BUILD_ID_STAMP)
+$(BUILD)/obj/tools/main.o: VG_CPPFLAGS += -DVG_BUILD_ID='"voltgate $(VG_BUILD_ID)"'
 
 # ---- Sources ----------------------------------------------------------------
 LIB_C_SRCS := $(wildcard kernels/*.c kernels/cpu/*.c runtime/*.c golden/*.c)

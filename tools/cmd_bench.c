@@ -1407,6 +1407,7 @@ static int write_json(bench *b)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "tool", "bench");
+    cJSON_AddStringToObject(root, "build", tool_build_id());
     cJSON_AddStringToObject(root, "backend", b->o.cuda ? "cuda" : "cpu");
     char drv[64] = "", cuda[32] = "", archs[128] = "";
     if (b->o.cuda) {

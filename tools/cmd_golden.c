@@ -653,7 +653,9 @@ static int cmd_verify(int argc, char **argv)
             fprintf(stderr, "voltgate golden verify: %s: %s\n", json_tmp, strerror(errno));
             goto out;
         }
-        fprintf(vo.json, "{\"tool\":\"golden-verify\",\"rows\":[");
+        fprintf(vo.json, "{\"tool\":\"golden-verify\",\"build\":");
+        json_str(vo.json, tool_build_id());
+        fprintf(vo.json, ",\"rows\":[");
     }
 
     printf("%-28s %-5s %-36s %10s %10s %-18s %s\n", "case", "bknd", "plan", "rel_rms", "max_abs",

@@ -162,6 +162,7 @@ static int write_json(const char *path, uint64_t warm, uint64_t serving, int wit
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "tool", "replay");
+    cJSON_AddStringToObject(root, "build", tool_build_id());
     cJSON_AddNumberToObject(root, "warmup_measured", (double)warm);
     cJSON_AddNumberToObject(root, "serving_measured", (double)serving);
     cJSON_AddNumberToObject(root, "requests_with_new_shape", with_new);

@@ -13,4 +13,9 @@ int cmd_bench(int argc, char **argv);   /* tools/cmd_bench.c */
 int cmd_replay(int argc, char **argv);  /* tools/cmd_replay.c */
 int cmd_plans(int argc, char **argv);   /* tools/cmd_plans.c */
 
+/* "voltgate <git describe>" of this build (tools/main.c): `voltgate
+ * --version` prints it and every JSON the program writes carries it as
+ * "build". */
+const char *tool_build_id(void);
+
 #endif
