@@ -38,12 +38,14 @@ fi
 #   libbenchmark-tools + python3-scipy  google-benchmark's compare.py reading
 #                                       `bench --json-format gbench`
 #   chromium                            the report page's width check
+#   yamllint                            the CI definitions' lint
 optional_tools() {
     [ "$mode" = all ] || return 0
     opt=""
     [ -f /usr/share/benchmark/compare.py ] || opt="$opt libbenchmark-tools"
     "$py" -c 'import scipy.stats' >/dev/null 2>&1 || opt="$opt python3-scipy"
     command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || opt="$opt chromium"
+    command -v yamllint >/dev/null 2>&1 || opt="$opt yamllint"
     [ -n "$opt" ] || return 0
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         if DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $opt -qq \

@@ -3,7 +3,8 @@
 
 Runs every cmocka suite (build/suites/test_*), every shell suite
 (suites/test_*.sh: exit 0 pass, 77 skip with the reason on its last line,
-anything else fail) and every Python test module (reports/tests/test_*.py),
+anything else fail) and every Python test module (reports/tests/test_*.py,
+suites/test_*.py),
 independent suites side by side (--jobs).  Each suite's output is printed in
 one piece when it ends, in cmocka's summary form, each skip with its reason;
 last come the skip reasons with their counts, the failures, and one line over
@@ -30,7 +31,7 @@ import time
 import unittest
 import xml.etree.ElementTree as ET
 
-PYTHON_TEST_DIR = "reports/tests"
+PYTHON_TEST_DIRS = ("reports/tests", "suites")
 
 
 class Case:
@@ -384,7 +385,7 @@ def main():
     for script in sorted(glob.glob("suites/test_*.sh")):
         if wanted(script):
             suites.append((os.path.basename(script), run_shell, script))
-    for module in sorted(glob.glob(os.path.join(PYTHON_TEST_DIR, "test_*.py"))):
+    for module in sorted(m for d in PYTHON_TEST_DIRS for m in glob.glob(os.path.join(d, "test_*.py"))):
         if wanted(module, "python"):
             suites.append((os.path.basename(module), run_python_module, module))
 
