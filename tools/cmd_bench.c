@@ -62,6 +62,7 @@ enum { SHAPE_WO_A = 1, SHAPE_DENSE = 2, SHAPE_PREFILL = 4 };
 
 typedef struct opts {
     int cuda;                 /* backend */
+    const char *backend;      /* --backend as given: auto (default), cuda or cpu */
     unsigned shapes;
     int tokens[MAX_LIST], ntokens;
     int loop, grouped;        /* paths */
@@ -1090,7 +1091,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: voltgate bench [options]\n"
-            "  --backend cuda|cpu     (default cuda; cpu runs small shapes, host clock)\n"
+            "  --backend auto|cuda|cpu  (default auto: cuda when a device is present, else\n"
+            "                         cpu; cpu runs small shapes, host clock)\n"
             "  --shape LIST           wo_a,dense,prefill (default wo_a)\n"
             "                         wo_a: 8 groups x N=1024 x K=4096; dense: N=K=4096 and\n"
             "                         N=4096,K=14336 at M <= 16; prefill: M=N=K=4096\n"
@@ -1121,7 +1123,7 @@ static void usage(FILE *f)
 static int parse_args(int argc, char **argv, opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->cuda = 1;
+    o->backend = "auto";
     o->shapes = SHAPE_WO_A;
     static const int def_tokens[] = {1, 2, 4, 6, 8, 16};
     memcpy(o->tokens, def_tokens, sizeof def_tokens);
@@ -1153,14 +1155,11 @@ static int parse_args(int argc, char **argv, opts *o)
             return 1;
         } else if (!strcmp(a, "--backend")) {
             NEED();
-            if (!strcmp(v, "cuda"))
-                o->cuda = 1;
-            else if (!strcmp(v, "cpu"))
-                o->cuda = 0;
-            else {
-                fprintf(stderr, "voltgate bench: unknown backend '%s' (cuda or cpu)\n", v);
+            if (strcmp(v, "auto") && strcmp(v, "cuda") && strcmp(v, "cpu")) {
+                fprintf(stderr, "voltgate bench: unknown backend '%s' (auto, cuda or cpu)\n", v);
                 return -1;
             }
+            o->backend = v;
         } else if (!strcmp(a, "--shape")) {
             NEED();
             o->shapes = 0;
@@ -1273,6 +1272,7 @@ static int parse_args(int argc, char **argv, opts *o)
         }
 #undef NEED
     }
+    o->cuda = !strcmp(tool_backend(o->backend), "cuda");
     if (o->samples < 0)
         o->samples = quick ? 24 : o->cuda ? 50 : 30;
     if (!o->cuda && !tokens_given) {

@@ -537,12 +537,13 @@ static void on_row(const vg_golden_row *r, void *user)
 static void verify_help(FILE *out)
 {
     fprintf(out,
-            "usage: voltgate golden verify [--backend cpu|cuda|all] [--plan all|heuristic|ID]\n"
+            "usage: voltgate golden verify [--backend auto|cpu|cuda|all] [--plan all|heuristic|ID]\n"
             "                              [--json FILE] [--shard I/N] [--case PATTERN] PATH...\n\n"
             "Runs every case of every golden file (PATH: files or folders of *.h5) through\n"
             "the runtime and compares with y_ref: relative RMS error and max abs error\n"
             "against the case's tolerance.\n"
-            "  --backend  cpu (default), cuda, or all (cpu, plus cuda when present)\n"
+            "  --backend  auto (default: cuda when a device is present, else cpu), cpu, cuda,\n"
+            "             or all (cpu, plus cuda when present)\n"
             "  --plan     all (default: every plan that applies, vg_gemm_with_plan),\n"
             "             heuristic (vg_gemm with tuning off), or one plan id\n"
             "  --json     also write the rows as {\"tool\":\"golden-verify\",\"rows\":[...]}\n"
@@ -556,7 +557,7 @@ static void verify_help(FILE *out)
 
 static int cmd_verify(int argc, char **argv)
 {
-    const char *backend = "cpu", *plan = "all", *json = NULL, *case_pattern = NULL;
+    const char *backend = "auto", *plan = "all", *json = NULL, *case_pattern = NULL;
     int32_t shard_i = 0, shard_n = 1;
     path_list files = {0};
     int rc = VG_EXIT_USAGE;
@@ -606,15 +607,17 @@ static int cmd_verify(int argc, char **argv)
             return VG_EXIT_USAGE;
         }
     }
-    if (strcmp(backend, "cpu") && strcmp(backend, "cuda") && strcmp(backend, "all")) {
+    if (strcmp(backend, "cpu") && strcmp(backend, "cuda") && strcmp(backend, "all") &&
+        strcmp(backend, "auto")) {
         list_free(&files);
-        return usage_error("verify", "unknown backend '%s' (cpu, cuda or all)", backend);
+        return usage_error("verify", "unknown backend '%s' (auto, cpu, cuda or all)", backend);
     }
     if (!files.count) {
         list_free(&files);
         return usage_error("verify", "%s", "no golden file given");
     }
     qsort(files.items, files.count, sizeof(char *), cmp_str);
+    backend = tool_backend(backend);
 
     /* the devices */
     const char *names[2];

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "tools.h"
 
 static const struct {
@@ -26,6 +27,20 @@ static const struct {
 const char *tool_build_id(void)
 {
     return VG_BUILD_ID;
+}
+
+const char *tool_backend(const char *asked)
+{
+    if (strcmp(asked, "auto") != 0) {
+        printf("backend: %s\n", asked);
+        return asked;
+    }
+    int count = 0;
+    const int cuda = vg_cuda_device_count(&count) == VG_OK && count > 0;
+    printf("backend: %s (auto: %s)\n", cuda ? "cuda" : "cpu",
+           cuda ? "a CUDA device is present" : "no CUDA device");
+    fflush(stdout);
+    return cuda ? "cuda" : "cpu";
 }
 
 static void usage(FILE *out)

@@ -18,4 +18,10 @@ int cmd_plans(int argc, char **argv);   /* tools/cmd_plans.c */
  * "build". */
 const char *tool_build_id(void);
 
+/* Every command's default --backend is "auto": cuda when a CUDA device is
+ * present, else cpu.  tool_backend() resolves "auto" (other names come back
+ * as given) and prints the command's first line, "backend: NAME" (with why,
+ * for auto), so that the output says what ran. */
+const char *tool_backend(const char *asked);
+
 #endif
