@@ -107,6 +107,8 @@ typedef struct bench {
     struct { double bytes, us; } ceiling[MAX_CEILINGS];
     int nceiling;
     int ceiling_failed;       /* reported once, then NAN */
+    tool_progress progress;   /* on a terminal: rows timed so far, elapsed */
+    int rows_done;
 } bench;
 
 /* ---- small helpers ------------------------------------------------------------ */
@@ -293,6 +295,8 @@ static void add_row(bench *b, const char *name, const char *kind, const char *pa
     else
         cJSON_AddNullToObject(r, "output_ok");
     cJSON_AddItemToArray(b->rows, r);
+    b->rows_done++;
+    tool_progress_show(&b->progress, 0, "%d rows timed (last: %s)", b->rows_done, name);
     result *t = new_result(b);
     if (t) {
         snprintf(t->name, sizeof t->name, "%s", name);
@@ -1529,6 +1533,8 @@ int cmd_bench(int argc, char **argv)
         b.failed = 1;
     printf("copy bandwidth: %.0f GB/s (bytes read + written)\n", b.copy_gbs);
     fflush(stdout);
+    /* The tables print once every row is timed: until then, the progress line. */
+    tool_progress_start(&b.progress, "bench");
 
     int wG = 8, wN = 1024, wK = 4096;
     if (!o->cuda) {
@@ -1555,6 +1561,7 @@ int cmd_bench(int argc, char **argv)
         bench_dense(&b, h, o->cuda ? "prefill4096" : "prefill256", o->cuda ? 4096 : 256,
                     o->cuda ? 4096 : 256, pm, 1);
 
+    tool_progress_end(&b.progress);
     if (o->plans) {
         if (o->shapes & SHAPE_WO_A)
             print_forced(&b, "wo_a");

@@ -460,6 +460,8 @@ typedef struct verify_out {
     const char *case_pattern; /* --case: only the rows of matching cases (fnmatch) */
     int case_rows;            /* rows of matching cases, whatever their verdict */
     FILE *json;       /* NULL: no JSON */
+    tool_progress progress;   /* on a terminal: files done / total, rows, elapsed */
+    int files_done, files_total;
     int json_rows;
     int failed_rows, rows;
     char **fail_lines;
@@ -495,6 +497,8 @@ static void on_row(const vg_golden_row *r, void *user)
     if (o->case_pattern && fnmatch(o->case_pattern, r->case_name, 0) != 0)
         return;
     o->case_rows++;
+    if (o->progress.on)
+        fprintf(stderr, "\r\033[K");  /* the row goes where the progress line was */
     char tol[64];
     snprintf(tol, sizeof tol, "%.1e/%.2g", r->tol_rel_rms, r->tol_max_abs);
     printf("%-28s %-5s %-36s %10.3e %10.3e %-18s %s%s%s\n", r->case_name, r->backend, r->plan,
@@ -504,6 +508,8 @@ static void on_row(const vg_golden_row *r, void *user)
     o->rows++;
     if (!r->pass)
         o->failed_rows++;
+    tool_progress_show(&o->progress, 0, "%d/%d files, %d rows (%d failed)", o->files_done,
+                  o->files_total, o->rows, o->failed_rows);
     if (o->json) {
         FILE *j = o->json;
         fprintf(j, "%s\n  {\"case\":", o->json_rows++ ? "," : "");
@@ -664,12 +670,19 @@ static int cmd_verify(int argc, char **argv)
     printf("%-28s %-5s %-36s %10s %10s %-18s %s\n", "case", "bknd", "plan", "rel_rms", "max_abs",
            "tol(rms/abs)", "verdict");
     int bad_file = 0, plan_ran = 0;
+    tool_progress_start(&vo.progress, "golden verify");
+    for (size_t i = 0; i < files.count; i++)
+        vo.files_total += (int32_t)(i % (size_t)shard_n) == shard_i;
     for (size_t i = 0; i < files.count; i++) {
         if ((int32_t)(i % (size_t)shard_n) != shard_i)
             continue;
         vg_golden_file f;
         vg_status st;
+        /* A recipe weight is rebuilt from its seed here: seconds for a big one. */
+        tool_progress_show(&vo.progress, 1, "%d/%d files, %d rows; reading %s (and rebuilding its weight "
+                      "when it is a recipe)", vo.files_done, vo.files_total, vo.rows, files.items[i]);
         if (read_golden("verify", files.items[i], &f) != 0) {
+            vo.files_done++;
             bad_file = 1;
             continue;
         }
@@ -688,7 +701,9 @@ static int cmd_verify(int argc, char **argv)
             }
         }
         vg_golden_free(&f);
+        vo.files_done++;
     }
+    tool_progress_end(&vo.progress);
     if (case_pattern && vo.case_rows == 0 && !bad_file) {
         fprintf(stderr, "voltgate golden verify: --case '%s' matches no case of the files given "
                         "(with this --plan)\n", case_pattern);

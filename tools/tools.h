@@ -24,4 +24,17 @@ const char *tool_build_id(void);
  * for auto), so that the output says what ran. */
 const char *tool_backend(const char *asked);
 
+/* One progress line on stderr, "what: TEXT, N s", redrawn in place at most
+ * ten times a second (force: now), only when stderr is a terminal
+ * (tools/progress.c); tool_progress_end() clears it. */
+typedef struct tool_progress {
+    int on;
+    const char *what;
+    double start, last;
+} tool_progress;
+void tool_progress_start(tool_progress *p, const char *what);
+void tool_progress_show(tool_progress *p, int force, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void tool_progress_end(tool_progress *p);
+
 #endif
