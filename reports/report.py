@@ -979,6 +979,9 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
                      "first, else the row that slowed down most):</p><pre>" + _e("\n".join(cmds)) + "</pre>")
         if why:
             p.append(f"<p class='warn'>{_e('Bisect: ' + why)}.</p>")
+        if getattr(args, "first_bad", None):
+            p.append(f"<div class='verdict bad'>First bad commit (ci/nightly --bisect ran it): "
+                     f"{_e(args.first_bad)}</div>")
 
     # The issues' speed targets.
     p.append("<h2>Speed targets (latest run)</h2>")
@@ -1195,6 +1198,8 @@ def main(argv=None):
     ap.add_argument("--baseline-record", metavar="FILE", help="compare with the run holding this record")
     ap.add_argument("--min-effect", type=float, default=0.03, help="minimum slowdown of the median (0.03 = 3%%)")
     ap.add_argument("--alpha", type=float, default=0.05, help="significance level of the U test")
+    ap.add_argument("--first-bad", metavar="TEXT",
+                    help="the first bad commit a bisect named (ci/nightly --bisect), shown on the page")
     ap.add_argument("--targets", metavar="FILE", default=vgtargets.DEFAULT_FILE,
                     help="speed targets to check (default: reports/targets.json; 'none' for none)")
     args = ap.parse_args(argv)
