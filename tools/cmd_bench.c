@@ -1018,9 +1018,16 @@ static void print_tables(const bench *b, const char *shape, int G, int N, int K)
     char key[128];
     printf("\n%s: %d groups x N=%d x K=%d, %s weights; copy bandwidth %.0f GB/s\n", shape, G, N,
            K, vg_family_name(o->family), b->copy_gbs);
-    printf("%-5s %6s %10s %11s %7s %8s %9s %11s %11s %11s  %s\n", "tune", "tokens", "loop_us",
-           "grouped_us", "ratio", "bw_frac", "ceil_frac", "max_relrms", "bmm_bf16_us",
-           "loop_bf16_us", "grouped plan (decision)");
+    /* The stream ceiling and the cuBLAS peers are CUDA measurements: the
+     * CPU table leaves their columns out rather than print nan. */
+    printf("%-5s %6s %10s %11s %7s %8s", "tune", "tokens", "loop_us", "grouped_us", "ratio",
+           "bw_frac");
+    if (o->cuda)
+        printf(" %9s", "ceil_frac");
+    printf(" %11s", "max_relrms");
+    if (o->cuda)
+        printf(" %11s %11s", "bmm_bf16_us", "loop_bf16_us");
+    printf("  %s\n", "grouped plan (decision)");
     for (int ui = 0; ui < o->ntunes; ui++)
         for (int ti = 0; ti < o->ntokens; ti++) {
             int t = o->tokens[ti];
@@ -1040,12 +1047,15 @@ static void print_tables(const bench *b, const char *shape, int G, int N, int K)
                 rel = l->rel_rms;
             if (g && isfinite(g->rel_rms) && g->rel_rms > rel)
                 rel = g->rel_rms;
-            printf("%-5s %6d %10.2f %11.2f %7.2f %8.3f %9.3f %11.2e %11.2f %11.2f  %s (%s)\n", tn,
-                   t, l ? l->median_us : NAN, g ? g->median_us : NAN,
-                   l && g ? l->median_us / g->median_us : NAN, g ? g->bw_frac : NAN,
-                   g ? g->ceil_frac : NAN, rel,
-                   pb ? pb->median_us : NAN, pl ? pl->median_us : NAN, g ? g->plan : "-",
-                   g ? g->decision : "-");
+            printf("%-5s %6d %10.2f %11.2f %7.2f %8.3f", tn, t, l ? l->median_us : NAN,
+                   g ? g->median_us : NAN, l && g ? l->median_us / g->median_us : NAN,
+                   g ? g->bw_frac : NAN);
+            if (o->cuda)
+                printf(" %9.3f", g ? g->ceil_frac : NAN);
+            printf(" %11.2e", rel);
+            if (o->cuda)
+                printf(" %11.2f %11.2f", pb ? pb->median_us : NAN, pl ? pl->median_us : NAN);
+            printf("  %s (%s)\n", g ? g->plan : "-", g ? g->decision : "-");
         }
 }
 
@@ -1054,8 +1064,13 @@ static void print_dense(const bench *b, const char *shape, const int *ms, int nm
     const opts *o = &b->o;
     printf("\n%s dense (%s): copy bandwidth %.0f GB/s\n", shape, vg_family_name(o->family),
            b->copy_gbs);
-    printf("%-5s %6s %10s %8s %9s %8s %11s %11s %8s  %s\n", "tune", "M", "us", "bw_frac",
-           "ceil_frac", "TFLOP/s", "max_relrms", "bf16_us", "bf16_TF", "plan (decision)");
+    printf("%-5s %6s %10s %8s", "tune", "M", "us", "bw_frac");
+    if (o->cuda)
+        printf(" %9s", "ceil_frac");
+    printf(" %8s %11s", "TFLOP/s", "max_relrms");
+    if (o->cuda)
+        printf(" %11s %8s", "bf16_us", "bf16_TF");
+    printf("  %s\n", "plan (decision)");
     char key[128];
     for (int ui = 0; ui < o->ntunes; ui++)
         for (int i = 0; i < nms; i++) {
@@ -1066,9 +1081,14 @@ static void print_dense(const bench *b, const char *shape, const int *ms, int nm
             const result *p = find_result(b, key);
             if (!r)
                 continue;
-            printf("%-5s %6d %10.2f %8.3f %9.3f %8.1f %11.2e %11.2f %8.1f  %s (%s)\n",
-                   o->tunes[ui] ? "on" : "off", ms[i], r->median_us, r->bw_frac, r->ceil_frac, r->tflops,
-                   r->rel_rms, p ? p->median_us : NAN, p ? p->tflops : NAN, r->plan, r->decision);
+            printf("%-5s %6d %10.2f %8.3f", o->tunes[ui] ? "on" : "off", ms[i], r->median_us,
+                   r->bw_frac);
+            if (o->cuda)
+                printf(" %9.3f", r->ceil_frac);
+            printf(" %8.1f %11.2e", r->tflops, r->rel_rms);
+            if (o->cuda)
+                printf(" %11.2f %8.1f", p ? p->median_us : NAN, p ? p->tflops : NAN);
+            printf("  %s (%s)\n", r->plan, r->decision);
         }
 }
 
@@ -1077,15 +1097,19 @@ static void print_forced(const bench *b, const char *shape)
 {
     printf("\n%s (%s), plans forced: copy bandwidth %.0f GB/s\n", shape,
            vg_family_name(b->o.family), b->copy_gbs);
-    printf("%-8s %6s %10s %8s %9s %11s  %s\n", "path", "tokens", "us", "bw_frac", "ceil_frac",
-           "max_relrms", "plan");
+    printf("%-8s %6s %10s %8s", "path", "tokens", "us", "bw_frac");
+    if (b->o.cuda)
+        printf(" %9s", "ceil_frac");
+    printf(" %11s  %s\n", "max_relrms", "plan");
     const size_t len = strlen(shape);
     for (size_t i = 0; i < b->nres; i++) {
         const result *r = &b->res[i];
         if (strncmp(r->name, shape, len) || r->name[len] != '/' || !strstr(r->name, "/plan="))
             continue;
-        printf("%-8s %6d %10.2f %8.3f %9.3f %11.2e  %s\n", r->path, r->tokens, r->median_us,
-               r->bw_frac, r->ceil_frac, r->rel_rms, r->plan);
+        printf("%-8s %6d %10.2f %8.3f", r->path, r->tokens, r->median_us, r->bw_frac);
+        if (b->o.cuda)
+            printf(" %9.3f", r->ceil_frac);
+        printf(" %11.2e  %s\n", r->rel_rms, r->plan);
     }
 }
 
