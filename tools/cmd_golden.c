@@ -419,19 +419,20 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Adds a file, or the *.h5 files of a folder (not recursing). */
-static int expand(const char *arg, path_list *out)
+/* Adds a file, or the *.h5 files of a folder (not recursing); cmd names the
+ * subcommand in its messages. */
+static int expand(const char *cmd, const char *arg, path_list *out)
 {
     struct stat sb;
     if (stat(arg, &sb) != 0) {
-        fprintf(stderr, "voltgate golden verify: %s: cannot open: %s\n", arg, strerror(errno));
+        fprintf(stderr, "voltgate golden %s: %s: cannot open: %s\n", cmd, arg, strerror(errno));
         return -1;
     }
     if (!S_ISDIR(sb.st_mode))
         return list_add(out, arg);
     DIR *d = opendir(arg);
     if (!d) {
-        fprintf(stderr, "voltgate golden verify: %s: %s\n", arg, strerror(errno));
+        fprintf(stderr, "voltgate golden %s: %s: %s\n", cmd, arg, strerror(errno));
         return -1;
     }
     struct dirent *e;
@@ -450,7 +451,7 @@ static int expand(const char *arg, path_list *out)
     }
     closedir(d);
     if (out->count == before) {
-        fprintf(stderr, "voltgate golden verify: %s: no .h5 files in this folder\n", arg);
+        fprintf(stderr, "voltgate golden %s: %s: no .h5 files in this folder\n", cmd, arg);
         return -1;
     }
     return 0;
@@ -608,7 +609,7 @@ static int cmd_verify(int argc, char **argv)
             }
             continue;
         }
-        if (expand(o, &files) != 0) {
+        if (expand("verify", o, &files) != 0) {
             list_free(&files);
             return VG_EXIT_USAGE;
         }
@@ -670,6 +671,7 @@ static int cmd_verify(int argc, char **argv)
     printf("%-28s %-5s %-36s %10s %10s %-18s %s\n", "case", "bknd", "plan", "rel_rms", "max_abs",
            "tol(rms/abs)", "verdict");
     int bad_file = 0, plan_ran = 0;
+    path_list unusable = {0};
     tool_progress_start(&vo.progress, "golden verify");
     for (size_t i = 0; i < files.count; i++)
         vo.files_total += (int32_t)(i % (size_t)shard_n) == shard_i;
@@ -684,6 +686,7 @@ static int cmd_verify(int argc, char **argv)
         if (read_golden("verify", files.items[i], &f) != 0) {
             vo.files_done++;
             bad_file = 1;
+            list_add(&unusable, files.items[i]);
             continue;
         }
         for (int d = 0; d < ndev; d++) {
@@ -698,6 +701,8 @@ static int cmd_verify(int argc, char **argv)
                 fprintf(stderr, "voltgate golden verify: %s (%s): %s\n", files.items[i], names[d],
                         vg_last_error());
                 bad_file = 1;
+                if (!unusable.count || strcmp(unusable.items[unusable.count - 1], files.items[i]))
+                    list_add(&unusable, files.items[i]);
             }
         }
         vg_golden_free(&f);
@@ -714,8 +719,13 @@ static int cmd_verify(int argc, char **argv)
                         "(or does not exist; see voltgate plans)\n", plan);
         bad_file = 1;
     }
-    printf("%d row(s): %d passed, %d failed%s\n", vo.rows, vo.rows - vo.failed_rows,
+    printf("%d row(s): %d passed, %d failed%s", vo.rows, vo.rows - vo.failed_rows,
            vo.failed_rows, bad_file ? "; some files could not be used" : "");
+    /* Every file named in the summary: the errors above may have scrolled away. */
+    for (size_t u = 0; u < unusable.count; u++)
+        printf("%s%s", u ? ", " : ": ", unusable.items[u]);
+    printf("\n");
+    list_free(&unusable);
     if (vo.json) {
         fprintf(vo.json, "\n]}\n");
         int bad = ferror(vo.json);
@@ -817,19 +827,25 @@ static int cmd_import(int argc, char **argv)
 static int cmd_info(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        printf("usage: voltgate golden info FILE...\n\n"
-               "Reads and validates golden files and prints their weight and cases.\n");
+        printf("usage: voltgate golden info PATH...\n\n"
+               "Reads and validates golden files (PATH: files or folders of *.h5, as verify\n"
+               "takes them) and prints their weight and cases.\n");
         return argc < 2 ? VG_EXIT_USAGE : VG_EXIT_OK;
     }
     int rc = VG_EXIT_OK;
-    for (int i = 1; i < argc; i++) {
+    path_list files = {0};
+    for (int i = 1; i < argc; i++)
+        if (expand("info", argv[i], &files) != 0)
+            rc = VG_EXIT_USAGE;
+    qsort(files.items, files.count, sizeof(char *), cmp_str);
+    for (size_t i = 0; i < files.count; i++) {
         vg_golden_file f;
-        if (read_golden("info", argv[i], &f) != 0) {
+        if (read_golden("info", files.items[i], &f) != 0) {
             rc = VG_EXIT_USAGE;
             continue;
         }
         printf("%s: %s %s N=%d K=%d groups=%d seed=%llu weights=%s source=%s generator=%s\n",
-               argv[i], vg_family_name(f.family), vg_path_name(f.path), (int)f.n, (int)f.k,
+               files.items[i], vg_family_name(f.family), vg_path_name(f.path), (int)f.n, (int)f.k,
                (int)f.groups, (unsigned long long)f.seed, f.weights_stored ? "stored" : "recipe",
                f.source, f.generator);
         for (int32_t c = 0; c < f.ncases; c++) {
@@ -843,6 +859,7 @@ static int cmd_info(int argc, char **argv)
         }
         vg_golden_free(&f);
     }
+    list_free(&files);
     return rc;
 }
 
