@@ -246,14 +246,20 @@ static int cmd_gen(int argc, char **argv)
         } else if (!strcmp(o, "--n") || !strcmp(o, "--k") || !strcmp(o, "--groups")) {
             int32_t *dst = o[2] == 'n' ? &a.n : o[2] == 'k' ? &a.k : &a.groups;
             if (parse_i32(v, 1, VG_GOLDEN_MAX_DIM, dst) != 0) {
-                rc = usage_error("gen", "bad value '%s'", v);
+                char why[160];
+                snprintf(why, sizeof why, "%s must be an integer from 1 to %d, not '%.40s'", o,
+                         VG_GOLDEN_MAX_DIM, v);
+                rc = usage_error("gen", "%s", why);
                 goto done;
             }
         } else if (!strcmp(o, "--m")) {
             free(m_list);
             m_list = NULL;
             if (parse_list(v, 1, VG_GOLDEN_MAX_DIM, &m_list, &a.m_count) != 0) {
-                rc = usage_error("gen", "bad --m '%s'", v);
+                char why[160];
+                snprintf(why, sizeof why, "--m must be row counts from 1 to %d, not '%.40s'",
+                         VG_GOLDEN_MAX_DIM, v);
+                rc = usage_error("gen", "%s", why);
                 goto done;
             }
         } else if (!strcmp(o, "--tokens") || !strcmp(o, "--tokens-list")) {
@@ -261,7 +267,11 @@ static int cmd_gen(int argc, char **argv)
             tokens = NULL;
             if (parse_list(v, 0, VG_GOLDEN_MAX_DIM, &tokens, &a.tokens_count) != 0 ||
                 (!strcmp(o, "--tokens") && a.tokens_count != 1)) {
-                rc = usage_error("gen", "bad token count(s) '%s'", v);
+                char why[160];
+                snprintf(why, sizeof why, "%s must be %s from 0 to %d, not '%.40s'", o,
+                         !strcmp(o, "--tokens") ? "one token count" : "token counts",
+                         VG_GOLDEN_MAX_DIM, v);
+                rc = usage_error("gen", "%s", why);
                 goto done;
             }
         } else if (!strcmp(o, "--routing")) {
