@@ -540,7 +540,43 @@ def plot_history(runs, out_dir, written, max_lines=8, regressed=(), row_plots=No
             out.append((title, png))
             if row_plots is not None:
                 row_plots.update({(backend, n): png for n in chunk})
+            # Next to the time trend, the same rows' bandwidth fraction trend:
+            # a time that moves with the machine's copy bandwidth is not the
+            # kernel's doing.
+            if kind == "kernel":
+                bw_png = _plot_bandwidth_trend(plt, sub, xs, labels, backend, chunk, family, path, title,
+                                               out_dir, written)
+                if bw_png:
+                    out.append((title + ": bandwidth fraction", bw_png))
     return out
+
+
+def _plot_bandwidth_trend(plt, sub, xs, labels, backend, names, family, path, title, out_dir, written):
+    """One PNG: each row's bandwidth fraction over the runs; None when no
+    row has one."""
+    series = []
+    for i, name in enumerate(names):
+        pts = [(x, run.bench.get((backend, name))) for x, run in zip(xs, sub)]
+        pts = [(x, r["bandwidth_fraction"]) for x, r in pts if r is not None and r.get("bandwidth_fraction")]
+        if pts:
+            series.append((i, name, pts))
+    if not series:
+        return None
+    fig, ax = plt.subplots(figsize=(6.0, 3.6))
+    for i, name, pts in series:
+        ax.plot([x for x, _ in pts], [v for _, v in pts], marker="o", markersize=4, color=f"C{i % 10}",
+                label=_short_name(name, family, path))
+    ax.set_xticks(xs)
+    rotate = len(xs) > 5 or any(len(lb) > 9 for lb in labels)
+    ax.set_xticklabels(labels, rotation=30 if rotate else 0, ha="right" if rotate else "center")
+    if len(xs) == 1:
+        ax.set_xlim(-0.5, 0.5)
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("bandwidth fraction (of copy)")
+    ax.set_xlabel("commit (* = dirty tree) and date")
+    ax.set_title(title + ": bandwidth fraction")
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=10)
+    return _save(fig, out_dir, f"history-{_slug(title)}-bw.png", written)
 
 
 def plot_bandwidth(run, out_dir, written, target_list=()):

@@ -346,6 +346,13 @@ class Files(ReportCase):
         for want in ("bandwidth-cuda.png", "golden-rel_rms.png", "golden-headroom.png", "replay.png", "coverage.png"):
             self.assertIn(want, pngs)
         self.assertTrue(any(n.startswith("history-") for n in pngs))
+        # Each kernel trend has its bandwidth fraction trend beside it.
+        self.assertTrue(any(n.startswith("history-cuda-kernel-") and n.endswith("-bw.png") for n in pngs))
+        # A regressed row links to its trend plot, which the page holds.
+        links = re.findall(r"<a href='#(plot-history-[^']+)'>", page)
+        self.assertTrue(links, "no regressed row links to its trend")
+        for anchor in links:
+            self.assertIn(f"id='{anchor}'", page)
         for png in pngs:                           # every plot is a real PNG the page shows
             with open(os.path.join(self.out, png), "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
