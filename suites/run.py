@@ -171,6 +171,16 @@ class TimedResult(unittest.TestResult):
         super().stopTest(test)
 
 
+def exception_line(trace):
+    """The line of a traceback that names the exception ("AssertionError: 0 != 2"),
+    not the last line of a long assertion message."""
+    lines = trace.strip().splitlines()
+    for line in lines:
+        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b", line):
+            return line
+    return lines[-1] if lines else ""
+
+
 def unittest_module_cases(path):
     """Runs one test module in this process; returns its cases as dicts."""
     test_dir, module_file = os.path.split(path)
@@ -192,7 +202,7 @@ def unittest_module_cases(path):
     cases = []
     for t in tests:
         if id(t) in fails:
-            verdict, detail = "fail", fails[id(t)].strip().splitlines()[-1]
+            verdict, detail = "fail", exception_line(fails[id(t)])
         elif id(t) in skips:
             verdict, detail = "skip", skips[id(t)]
         else:
@@ -205,7 +215,7 @@ def unittest_module_cases(path):
     for t, msg in result.errors:
         if not any(t is x for x in tests):
             cases.append({"classname": module_file, "name": str(t), "verdict": "fail",
-                          "detail": msg.strip().splitlines()[-1], "seconds": 0.0, "trace": msg})
+                          "detail": exception_line(msg), "seconds": 0.0, "trace": msg})
     return cases
 
 
