@@ -75,6 +75,9 @@ BUILD_ID_STAMP := $(BUILD)/build-id
 $(shell mkdir -p $(BUILD) && echo '$(VG_BUILD_ID)' | cmp -s - $(BUILD_ID_STAMP) || echo '$(VG_BUILD_ID)' > $(BUILD_ID_STAMP))
 $(BUILD)/obj/runtime/lut.o: $(BUILD_ID_STAMP)
 $(BUILD)/obj/runtime/lut.o: VG_CPPFLAGS += -DVG_BUILD_ID='"voltgate $(VG_BUILD_ID)"'
+# The same id for `voltgate --version` and the "build" of every JSON it writes.
+$(BUILD)/obj/tools/main.o: $(BUILD_ID_STAMP)
+$(BUILD)/obj/tools/main.o: VG_CPPFLAGS += -DVG_BUILD_ID='"voltgate $(VG_BUILD_ID)"'
 
 # ---- Sources ----------------------------------------------------------------
 LIB_C_SRCS := $(wildcard kernels/*.c kernels/cpu/*.c runtime/*.c golden/*.c)
@@ -136,9 +139,12 @@ suites: $(SUITE_BINS) $(TOOL)
 deps:
 	@VG_DEPS=$(VG_DEPS) DEPS_PREFIX="$(DEPS_PREFIX)" PYTHON="$(PYTHON)" sh ci/deps.sh
 
+# Suites run side by side: JOBS when given (make check JOBS=4), else make's
+# own -jN, else one per CPU (suites/run.py --jobs).
+RUN_JOBS = $(if $(filter command line environment,$(origin JOBS)),--jobs $(JOBS))
 check: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) suites
-	@$(PYTHON) suites/run.py --build $(BUILD) --python $(PYTHON)
+	@$(PYTHON) suites/run.py --build $(BUILD) --python $(PYTHON) $(RUN_JOBS)
 
 regress: deps
 	@$(MAKE) --no-print-directory all

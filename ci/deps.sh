@@ -32,7 +32,34 @@ if [ "$mode" = all ]; then
     command -v mpirun >/dev/null 2>&1 || missing="$missing openmpi-bin"
 fi
 
-[ -z "$missing" ] && { echo "deps: all present ($mode)"; exit 0; }
+# Optional tools: their tests say "skipped: <reason>" without them.  As root
+# with apt-get (CI), they are installed on a best-effort basis; a mirror
+# without them costs only those tests.
+#   libbenchmark-tools + python3-scipy  google-benchmark's compare.py reading
+#                                       `bench --json-format gbench`
+#   chromium                            the report page's width check
+#   yamllint                            the CI definitions' lint
+optional_tools() {
+    [ "$mode" = all ] || return 0
+    opt=""
+    [ -f /usr/share/benchmark/compare.py ] || opt="$opt libbenchmark-tools"
+    "$py" -c 'import scipy.stats' >/dev/null 2>&1 || opt="$opt python3-scipy"
+    command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || opt="$opt chromium"
+    command -v yamllint >/dev/null 2>&1 || opt="$opt yamllint"
+    [ -n "$opt" ] || return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        if DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $opt -qq \
+            >>/tmp/voltgate-deps.log 2>&1; then
+            echo "deps: installed the optional$opt"
+        else
+            echo "deps: optional$opt not installed (log: /tmp/voltgate-deps.log): their tests will say skipped"
+        fi
+    else
+        echo "deps: optional, absent:$opt (their tests say skipped; apt-get install$opt)"
+    fi
+}
+
+[ -z "$missing" ] && { echo "deps: all present ($mode)"; optional_tools; exit 0; }
 
 cmd="apt-get install -y --no-install-recommends$missing"
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -43,6 +70,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         exit 1
     fi
     echo "deps: installed$missing"
+    optional_tools
     exit 0
 fi
 echo "deps: missing$missing" >&2

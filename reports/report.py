@@ -60,6 +60,7 @@ class Run:
         self.records = []
         self.bench = {}         # (backend, name) -> row
         self.golden = {}        # (backend, case, plan) -> row
+        self.golden_record = {}  # (backend, case, plan) -> the record file holding it
         self.duplicates = []    # rows that two records both had
 
     @property
@@ -112,6 +113,7 @@ class Run:
                 self.duplicates.append(f"golden {key} in {rec['_file']}")
                 continue
             self.golden[key] = row
+            self.golden_record[key] = rec["_file"]
 
     def replays(self):
         return [(r["runner"], r["replay"]) for r in self.records if r["replay"] is not None]
@@ -226,8 +228,25 @@ def compare_runs(latest, baseline, min_effect=0.03, alpha=0.05):
             transition = "PASS" if now_ok else "PASS->FAIL"
         else:
             transition = "FAIL->PASS" if now_ok else "still FAIL"
-        golden.append({"key": key, "row": row, "base": base, "transition": transition})
+        golden.append({"key": key, "row": row, "base": base, "transition": transition,
+                       "record": latest.golden_record.get(key)})
     return bench, golden
+
+
+def rows_compared(bench_results, golden_results):
+    """How many rows of the latest run the baseline also holds."""
+    return (sum(1 for r in bench_results if r["base"] is not None)
+            + sum(1 for g in golden_results if g["base"] is not None))
+
+
+def nothing_compared_text(latest, baseline):
+    """Why a baseline that shares no row with the latest run compares nothing."""
+    def kinds(run):
+        backends = sorted({k[0] for k in run.bench} | {k[0] for k in run.golden})
+        return (f"{len(run.bench)} benchmark and {len(run.golden)} golden rows"
+                + (f" on {', '.join(backends)}" if backends else ""))
+    return (f"nothing compared: the baseline {baseline.label} ({kinds(baseline)}) shares no benchmark or "
+            f"golden row with the latest run {latest.label} ({kinds(latest)})")
 
 
 def golden_by_case(golden_results):
@@ -240,13 +259,22 @@ def golden_by_case(golden_results):
         key = (row["backend"], row["case"], g["transition"])
         d = groups.setdefault(key, {"backend": row["backend"], "case": row["case"], "family": row["family"],
                                     "path": row["path"], "transition": g["transition"], "plans": [],
-                                    "worst": 0.0, "tol": row["tol_rel_rms"], "nan": False})
+                                    "worst": 0.0, "tol": row["tol_rel_rms"], "nan": False,
+                                    "file": row["file"], "record": g.get("record"), "worst_plan": row["plan"]})
         d["plans"].append(row["plan"])
         if row["rel_rms"] is None:
+            if not d["nan"]:
+                d["worst_plan"] = row["plan"]
             d["nan"] = True
-        elif row["rel_rms"] > d["worst"]:
-            d["worst"], d["tol"] = row["rel_rms"], row["tol_rel_rms"]
+        elif row["rel_rms"] > d["worst"] and not d["nan"]:
+            d["worst"], d["tol"], d["worst_plan"] = row["rel_rms"], row["tol_rel_rms"], row["plan"]
     return list(groups.values())
+
+
+def reproduce_command(d):
+    """The one command that runs a golden case's worst row again."""
+    return (f"voltgate golden verify --backend {d['backend']} --plan {shlex.quote(d['worst_plan'])} "
+            f"{shlex.quote(d['file'])} --case {shlex.quote(_glob_literal(d['case']))}")
 
 
 def _worst(d):
@@ -284,18 +312,44 @@ def _bench_cmd_for(row):
 CPU_BUILD_CMD = 'make -j"$(nproc)" CUDA=0 BUILD={build} all'
 
 
-def bisect_recipe(latest, baseline, perf, gold, min_effect, alpha=0.05):
+def _relative_iqr(samples):
+    """(75th - 25th percentile) / median of samples; 0 with fewer than 4."""
+    s = sorted(samples)
+    if len(s) < 4 or stats.median(s) <= 0:
+        return 0.0
+    q = lambda f: s[min(len(s) - 1, int(round(f * (len(s) - 1))))]   # noqa: E731
+    return (q(0.75) - q(0.25)) / stats.median(s)
+
+
+def row_spread(runs, latest, key):
+    """(spread, how): how far a row moves without a code change, from its own
+    figures -- the widest of the relative IQR of its samples in each run and
+    the spread of its medians over the runs before the latest ((max - min) /
+    min) -- and the words that say which one it was."""
+    earlier = [r.bench[key] for r in runs if r is not latest and key in r.bench]
+    within = max((_relative_iqr(row["samples_us"]) for row in earlier + [latest.bench[key]]), default=0.0)
+    medians = [row["median_us"] for row in earlier if row["median_us"]]
+    between = (max(medians) - min(medians)) / min(medians) if len(medians) > 1 and min(medians) > 0 else 0.0
+    if between >= within and len(medians) > 1:
+        return between, f"its median moved {between * 100:.3g}% over the {len(medians)} runs before"
+    return within, f"its samples' interquartile range reaches {within * 100:.3g}% of the median"
+
+
+def bisect_recipe(latest, baseline, perf, gold, min_effect, alpha=0.05, runs=()):
     """(commands, note): the shell commands that pin what regressed between
     the baseline run and the latest to one commit with ci/bisect-step
     (reports/BISECT.md), and a note (or None) on what the reader should know
-    -- or no commands and the reason bisecting cannot help.
+    -- or no commands and the reason bisecting cannot help.  runs: the whole
+    history, for the row's own spread.
 
     Golden cases that passed at the baseline and fail now go first: they are
     exact, and only they are judged (--case), since a case that failed at
     the good end too makes every step "bad".  Else the benchmark row that
     slowed down most, against the baseline record that holds it, with a
-    threshold halfway to its slowdown (never under --min-effect), measured by
-    the same bench command ci/regress ran for it."""
+    threshold halfway to its slowdown but never under --min-effect nor under
+    the row's own spread (row_spread(): a step measured in another build
+    moves that much with no code change), measured by the same bench command
+    ci/regress ran for it."""
     if not (perf or gold) or baseline is None:
         return [], None
     short = latest.short[:7]
@@ -336,7 +390,8 @@ def bisect_recipe(latest, baseline, perf, gold, min_effect, alpha=0.05):
                       None)
         if holder is None:
             return [], f"no record of the baseline run holds the row {row['name']!r}"
-        limit = max(min_effect, worst["effect"] / 2)
+        spread, spread_how = row_spread(runs, latest, worst["key"])
+        limit = max(min_effect, worst["effect"] / 2, spread)
         bench_cmd = _bench_cmd_for(row)
         cmds.append(f"git bisect run /tmp/bisect-step --baseline-record {shlex.quote(os.path.abspath(holder))} "
                     f"--max-regression {limit * 100:.3g}% --perf {shlex.quote('name=' + _glob_literal(row['name']))} "
@@ -345,8 +400,15 @@ def bisect_recipe(latest, baseline, perf, gold, min_effect, alpha=0.05):
                     + (f" --backend {row['backend']}" if row["backend"] != "cpu"
                        else f" --build-cmd {shlex.quote(CPU_BUILD_CMD)}")
                     + (f" --bench-cmd {shlex.quote(bench_cmd)}" if bench_cmd else ""))
-        notes.append(f"the step is bad above half of {row['name']}'s slowdown of "
-                     f"{worst['effect'] * 100:+.1f}% ({limit * 100:.3g}%)")
+        why_limit = ("half its slowdown" if limit == worst["effect"] / 2 else
+                     "its own spread" if limit == spread else "--min-effect")
+        notes.append(f"the step is bad above {limit * 100:.3g}% slower than the baseline: the largest of "
+                     f"half of {row['name']}'s slowdown of {worst['effect'] * 100:+.1f}%, --min-effect "
+                     f"({min_effect * 100:.3g}%) and the row's own spread ({spread_how}); here "
+                     f"{why_limit} sets it")
+        if limit >= worst["effect"]:
+            notes.append("that spread is as large as the slowdown itself: a step's verdict may be noise, "
+                         "measure the row again before trusting the first bad commit")
     else:
         return [], notes[-1]
     cmds.append("git bisect reset")
@@ -425,16 +487,19 @@ def run_labels(runs):
     return [r.label + (" " + r.date[11:16] if counts[r.label] > 1 else "") for r in runs]
 
 
-def plot_history(runs, out_dir, written, max_lines=8):
+def plot_history(runs, out_dir, written, max_lines=8, regressed=(), row_plots=None):
     """One PNG per (backend, family, path): each row's median over runs with a
-    min-max band.  Returns [(title, png)]."""
+    min-max band, the latest point of a regressed row ringed in red, each run
+    on the x axis by commit and date.  Returns [(title, png)]; row_plots, when
+    given, gets {(backend, name): png}."""
+    regressed = set(regressed)
     plt = _plt()
     groups = {}
     for run in runs:
         for (backend, name), row in run.bench.items():
             groups.setdefault((backend, row["kind"], row["family"], row["path"]), set()).add(name)
     out = []
-    all_labels = run_labels(runs)
+    all_labels = [f"{label}\n{run.date[5:10]}" for label, run in zip(run_labels(runs), runs)]
     for (backend, kind, family, path), names in sorted(groups.items()):
         names = sorted(names, key=_natural)
         # Only the runs that measured this group take a place on the x axis.
@@ -459,6 +524,9 @@ def plot_history(runs, out_dir, written, max_lines=8):
                 ax.fill_between(px, lo, hi, color=color, alpha=0.18, linewidth=0)
                 ax.plot(px, med, marker="o", markersize=4, color=color,
                         label=_short_name(name, family, path))
+                if (backend, name) in regressed and sub[px[-1]] is runs[-1]:
+                    ax.scatter([px[-1]], [med[-1]], s=110, facecolors="none", edgecolors="red",
+                               linewidths=1.8, zorder=4)
                 lo_all += lo
                 hi_all += hi
             if lo_all and min(lo_all) > 0 and max(hi_all) / min(lo_all) > 20:
@@ -469,14 +537,52 @@ def plot_history(runs, out_dir, written, max_lines=8):
             if len(xs) == 1:
                 ax.set_xlim(-0.5, 0.5)
             ax.set_ylabel("median us (band: min-max)")
-            ax.set_xlabel("commit (* = dirty tree)")
+            ax.set_xlabel("commit (* = dirty tree) and date; red ring: regressed")
             what = " ".join(w for w in (family, path) if w not in ("n/a", "", "-"))
             title = f"{backend} {kind}" + (f": {what}" if what else "") + (f" ({part // max_lines + 1})" if len(names) > max_lines else "")
             ax.set_title(title)
             ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=10)
             png = _save(fig, out_dir, f"history-{_slug(title)}.png", written)
             out.append((title, png))
+            if row_plots is not None:
+                row_plots.update({(backend, n): png for n in chunk})
+            # Next to the time trend, the same rows' bandwidth fraction trend:
+            # a time that moves with the machine's copy bandwidth is not the
+            # kernel's doing.
+            if kind == "kernel":
+                bw_png = _plot_bandwidth_trend(plt, sub, xs, labels, backend, chunk, family, path, title,
+                                               out_dir, written)
+                if bw_png:
+                    out.append((title + ": bandwidth fraction", bw_png))
     return out
+
+
+def _plot_bandwidth_trend(plt, sub, xs, labels, backend, names, family, path, title, out_dir, written):
+    """One PNG: each row's bandwidth fraction over the runs; None when no
+    row has one."""
+    series = []
+    for i, name in enumerate(names):
+        pts = [(x, run.bench.get((backend, name))) for x, run in zip(xs, sub)]
+        pts = [(x, r["bandwidth_fraction"]) for x, r in pts if r is not None and r.get("bandwidth_fraction")]
+        if pts:
+            series.append((i, name, pts))
+    if not series:
+        return None
+    fig, ax = plt.subplots(figsize=(6.0, 3.6))
+    for i, name, pts in series:
+        ax.plot([x for x, _ in pts], [v for _, v in pts], marker="o", markersize=4, color=f"C{i % 10}",
+                label=_short_name(name, family, path))
+    ax.set_xticks(xs)
+    rotate = len(xs) > 5 or any(len(lb) > 9 for lb in labels)
+    ax.set_xticklabels(labels, rotation=30 if rotate else 0, ha="right" if rotate else "center")
+    if len(xs) == 1:
+        ax.set_xlim(-0.5, 0.5)
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("bandwidth fraction (of copy)")
+    ax.set_xlabel("commit (* = dirty tree) and date")
+    ax.set_title(title + ": bandwidth fraction")
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=10)
+    return _save(fig, out_dir, f"history-{_slug(title)}-bw.png", written)
 
 
 def plot_bandwidth(run, out_dir, written, target_list=()):
@@ -510,19 +616,20 @@ def plot_bandwidth(run, out_dir, written, target_list=()):
             ax.bar(xs, best, width * 0.9, color=f"C{j}", alpha=0.55, label=f"{path} (bar: best row)")
             ax.scatter(pts_x, pts_y, s=12, color=f"C{j}", edgecolor="black", linewidth=0.4, zorder=3)
         # The bandwidth targets of targets.json, named by id (the id says which
-        # family: issue 4's 0.80 is fp8's), set for the GPU kernels (the CPU plot
-        # says so).  The highest label sits above its line, the others below
-        # theirs, so that two close targets do not print over each other.
-        for level, sources in sorted(bw_targets.items(), reverse=True):
+        # family: issue 4's 0.80 is fp8's), set for the GPU kernels: a CPU plot
+        # does not draw them.  The highest label sits above its line, the
+        # others below theirs, so that two close targets do not print over
+        # each other.
+        for level, sources in sorted(bw_targets.items() if backend != "cpu" else (), reverse=True):
             top = level == max(bw_targets)
             ax.axhline(level, color="red", linestyle="--", linewidth=1)
-            ax.text(-0.45, level + (0.01 if top else -0.01), f"{level:.2f} target ({', '.join(sorted(sources))})"
-                    + (", GPU kernels" if backend == "cpu" else ""), color="red", va="bottom" if top else "top",
-                    ha="left", fontsize=9)
+            ax.text(-0.45, level + (0.01 if top else -0.01), f"{level:.2f} target ({', '.join(sorted(sources))})",
+                    color="red", va="bottom" if top else "top", ha="left", fontsize=9)
         ax.set_xticks(range(len(families)))
         ax.set_xticklabels(families)
         top = max(r["bandwidth_fraction"] for r in rows)
-        ax.set_ylim(0, max(1.05, top * 1.1))
+        # A CPU row's fraction is small (no target line to reach): scale to it.
+        ax.set_ylim(0, max(1.05, top * 1.1) if backend != "cpu" else max(top * 1.25, 1e-3))
         ax.set_ylabel("weight bytes / time / copy bandwidth")
         title = f"{backend}: bandwidth fraction per family and path (dots: each row)"
         ax.set_title(title)
@@ -744,31 +851,53 @@ def tuner_vs_heuristic(run, margin=0.10):
 
 CSS = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 24px auto;
-       max-width: 1220px; color: #1b1b1b; line-height: 1.4; font-size: 15px; padding: 0 12px; }
+       max-width: 1800px; color: #1b1b1b; line-height: 1.4; font-size: 15px; padding: 0 12px; }
 h1 { font-size: 26px; margin-bottom: 4px; } h2 { font-size: 20px; margin-top: 34px;
      border-bottom: 2px solid #ddd; padding-bottom: 4px; }
 table { border-collapse: collapse; margin: 8px 0 16px 0; font-size: 14px; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; } td { white-space: nowrap; } th { background: #f0f0f0; text-align: left; }
+td.prose { white-space: normal; min-width: 22em; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .bad { background: #fbdada; } .good { background: #dcf3dc; } .warn { background: #fff3cd; }
 .muted { color: #666; } .verdict { font-size: 20px; font-weight: bold; padding: 8px 12px;
      display: inline-block; border-radius: 4px; }
 .grid { display: flex; flex-wrap: wrap; gap: 10px; } .grid img { max-width: 600px; width: 100%; }
-img.wide { max-width: 100%; } .scroll { overflow-x: auto; } .scroll table { font-size: 13px; } code { background: #f4f4f4; padding: 0 3px; }
+img.wide { max-width: 100%; } .scroll { overflow-x: auto; max-width: 100%; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f4f4f4; padding: 6px 8px; } .scroll table { font-size: 13px; } code { background: #f4f4f4; padding: 0 3px; }
 details summary { cursor: pointer; font-weight: bold; margin: 6px 0; }
 """
 
 
+class Html(str):
+    """A table cell that is already HTML (a link): _table() does not escape it."""
+
+
+def _link(href, text):
+    return Html(f"<a href='{_e(href)}'>{_e(text)}</a>")
+
+
+def _anchor(png):
+    return "plot-" + _slug(os.path.splitext(png)[0])
+
+
 def _table(headers, rows, classes=None):
-    out = ["<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in headers) + "</tr>"]
+    """A table in its own horizontally scrolling box: a wide table scrolls
+    there instead of running off the page."""
+    out = ["<div class='scroll'><table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in headers) + "</tr>"]
     for i, row in enumerate(rows):
         cls = f' class="{classes[i]}"' if classes and classes[i] else ""
         cells = []
         for c in row:
+            if isinstance(c, Html):
+                cells.append(f"<td>{c}</td>")
+                continue
             num = isinstance(c, (int, float)) or (isinstance(c, str) and re.match(r"^[-+]?[\d.]+(e[-+]?\d+)?%?$", c))
-            cells.append(f'<td class="num">{_e(c)}</td>' if num else f"<td>{_e(c)}</td>")
+            # Long prose (a target's text) wraps, so its table can fit the window.
+            long_text = isinstance(c, str) and len(c) > 60 and " " in c
+            cells.append(f'<td class="num">{_e(c)}</td>' if num else
+                         f"<td class='prose'>{_e(c)}</td>" if long_text else f"<td>{_e(c)}</td>")
         out.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
-    out.append("</table>")
+    out.append("</table></div>")
     return "\n".join(out)
 
 
@@ -776,16 +905,26 @@ def _fmt(v, spec="{:.4g}"):
     return "n/a" if v is None else spec.format(v)
 
 
-def golden_case_table(cases, limit=60):
-    """Failing (or recovered) golden cases, one line per case."""
+def _href(path, out_dir):
+    """A link from the page in out_dir to a file named as the tools named it
+    (relative to the folder the report runs in, as ci/regress runs it)."""
+    return os.path.relpath(os.path.abspath(path), os.path.abspath(out_dir)) if out_dir else path
+
+
+def golden_case_table(cases, limit=60, out_dir=None):
+    """Failing (or recovered) golden cases, one line per case: the case links
+    to its golden file, the record to the results record holding it, and the
+    command runs its worst row again."""
     rows, cls = [], []
     for d in cases[:limit]:
         plans = ", ".join(d["plans"]) if len(d["plans"]) <= 3 else f"{len(d['plans'])} plans"
-        rows.append([d["backend"], d["case"], d["family"], d["path"], d["transition"], plans, _worst(d),
-                     _fmt(d["tol"], "{:.3g}")])
+        record_cell = _link(_href(d["record"], out_dir), os.path.basename(d["record"])) if d.get("record") else "-"
+        rows.append([d["backend"], _link(_href(d["file"], out_dir), d["case"]), d["family"], d["path"],
+                     d["transition"], plans, _worst(d), _fmt(d["tol"], "{:.3g}"),
+                     Html(f"<code>{_e(reproduce_command(d))}</code>"), record_cell])
         cls.append("good" if d["transition"] == "FAIL->PASS" else "bad")
-    out = _table(["backend", "golden case", "family", "path", "change", "plans", "worst rel RMS",
-                  "tolerance"], rows, cls)
+    out = _table(["backend", "golden case (its file)", "family", "path", "change", "plans", "worst rel RMS",
+                  "tolerance", "reproduce", "record"], rows, cls)
     if len(cases) > limit:
         out += f"<p>... and {len(cases) - limit} more cases (all of them under Golden error below).</p>"
     return out
@@ -837,7 +976,9 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
         p.append(f"<div class='verdict bad'>REGRESSED: {len(perf)} benchmark row(s), "
                  f"{len(gold)} golden row(s){_e(incomplete)}</div>")
     elif baseline is None:
-        p.append(f"<div class='verdict warn'>no baseline: nothing compared{_e(incomplete)}</div>")
+        p.append(f"<div class='verdict warn'>first run: nothing to compare{_e(incomplete)}</div>")
+    elif not rows_compared(bench_res, golden_res):
+        p.append(f"<div class='verdict bad'>{_e(nothing_compared_text(latest, baseline))}</div>")
     else:
         p.append(f"<div class='verdict {'warn' if missing else 'good'}'>no regression{_e(incomplete)}</div>")
     # One line a reader can stop at.
@@ -888,13 +1029,18 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
              f"least {args.min_effect * 100:.0f} % slower; fewer than {stats.MIN_SAMPLES} samples on a side: "
              f"never flagged. Copy and peer rows are compared but not flagged.</p>")
     if perf:
-        p.append(_table(["backend", "benchmark", "baseline median us", "latest median us", "change",
+        row_plots = plots.get("row_plots", {})
+
+        def trend(r):
+            png = row_plots.get(r["key"])
+            return _link("#" + _anchor(png), r["row"]["name"]) if png else r["row"]["name"]
+        p.append(_table(["backend", "benchmark (its trend)", "baseline median us", "latest median us", "change",
                          "p (Mann-Whitney U)", "n base/new"],
-                        [[r["row"]["backend"], r["row"]["name"], _fmt(r["median_base"]), _fmt(r["median_new"]),
+                        [[r["row"]["backend"], trend(r), _fmt(r["median_base"]), _fmt(r["median_new"]),
                           _fmt(r["effect"] * 100, "{:+.1f}%"), f"{r['p']:.2g} ({r['method']})",
                           f"{r['n_base']}/{r['n_new']}"] for r in perf], ["bad"] * len(perf)))
     if gold:
-        p.append(golden_case_table(golden_by_case(gold), limit=20))
+        p.append(golden_case_table(golden_by_case(gold), limit=20, out_dir=args.out))
     if not perf and not gold:
         p.append("<p>Nothing flagged.</p>")
     else:
@@ -904,6 +1050,9 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
                      "first, else the row that slowed down most):</p><pre>" + _e("\n".join(cmds)) + "</pre>")
         if why:
             p.append(f"<p class='warn'>{_e('Bisect: ' + why)}.</p>")
+        if getattr(args, "first_bad", None):
+            p.append(f"<div class='verdict bad'>First bad commit (ci/nightly --bisect ran it): "
+                     f"{_e(args.first_bad)}</div>")
 
     # The issues' speed targets.
     p.append("<h2>Speed targets (latest run)</h2>")
@@ -920,7 +1069,11 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
                  "is above it, the rows that miss both are counted, since that gap is the memory "
                  "system's, not the kernel's. Targets do not decide the verdict above: regressions do.</p>")
         rows, cls = [], []
+        # Not-measured lines say nothing one by one: one line for all of them.
+        unmeasured = [ln for ln in target_lines if ln["status"] == "not measured"]
         for ln in target_lines:
+            if ln["status"] == "not measured":
+                continue
             spec, gaps = vgtargets.value_spec(ln), vgtargets.gaps(ln)
             rows.append([ln["source"], ln["text"], ln["group"] or "-", ln["status"],
                          f"{ln['met']}/{ln['rows'] - ln['unmeasured']}" + (f" ({'; '.join(gaps)})" if gaps else ""),
@@ -929,9 +1082,17 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
                          (vgtargets.reach_text(ln) or "-") +
                          (f" (under the target at {ln['over_ceiling']} rows)" if ln.get("over_ceiling") else "")])
             cls.append({"met": "good", "not met": "bad"}.get(ln["status"], "warn"))
-        p.append("<div class='scroll'>" +
-                 _table(["issue", "target", "line", "status", "rows met", "worst", "needs", "worst row",
-                         "its ceil fraction", "stream ceiling reads"], rows, cls) + "</div>")
+        if rows:
+            p.append(_table(["issue", "target", "line", "status", "rows met", "worst", "needs", "worst row",
+                             "its ceil fraction", "stream ceiling reads"], rows, cls))
+        if unmeasured:
+            by_source = {}
+            for ln in unmeasured:
+                by_source[ln["source"]] = by_source.get(ln["source"], 0) + 1
+            p.append(f"<p class='warn'>Not measured in this run: {len(unmeasured)} target line(s) ("
+                     + _e(", ".join(f"{src}: {n}" for src, n in by_source.items()))
+                     + "); this run has no row with a value for them (a CPU-only run, a bench without peers, "
+                     "a family not benched).</p>")
     else:
         p.append("<p class='muted'>No targets checked (--targets none).</p>")
 
@@ -961,12 +1122,11 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
                  f"(tune=off): the pick ran more than 10 % slower in {slower}, more than 10 % faster in "
                  f"{faster}. The tuner times each candidate alone; the bench times layers back to back, "
                  "as a serving engine runs them.</p>")
-        p.append("<div class='scroll'>" +
-                 _table(["backend", "benchmark", "heuristic plan", "heuristic us", "tuned plan", "decision",
+        p.append(_table(["backend", "benchmark", "heuristic plan", "heuristic us", "tuned plan", "decision",
                          "tuned us", "tuned vs heuristic"],
                         [[r["backend"], r["variant"], r["heuristic_plan"], _fmt(r["heuristic_us"]), r["tuned_plan"],
                           r["decision"], _fmt(r["tuned_us"]), _fmt(r["loss"] * 100, "{:+.1f}%")] for r in tvh],
-                        [{"slower": "bad", "faster": "good"}.get(r["mark"], "") for r in tvh]) + "</div>")
+                        [{"slower": "bad", "faster": "good"}.get(r["mark"], "") for r in tvh]))
     else:
         p.append("<p class='muted'>No row where tuning picked another plan than the heuristic "
                  "(or no tune=on/off pairs in this run).</p>")
@@ -986,11 +1146,9 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
                          r["verdict"] + ("; OUTPUT CHECK FAILED" if row.get("output_ok") is False else "")])
             cls.append("bad" if row.get("output_ok") is False else
                        {"regressed": "bad", "improved": "good", "too few samples": "warn"}.get(r["verdict"], ""))
-        p.append("<div class='scroll'>" +
-                 _table(["backend", "benchmark", "kind", "plan", "decision", "baseline median us", "median us",
+        p.append(_table(["backend", "benchmark", "kind", "plan", "decision", "baseline median us", "median us",
                          "min - max us", "change", "p", "n base/new", "bw fraction", "ceil fraction", "verdict"],
-                        rows, cls) +
-                 "</div>")
+                        rows, cls))
     else:
         p.append("<p class='muted'>No benchmark rows in the latest run.</p>")
 
@@ -1000,7 +1158,8 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
         if not titles:
             return ("<p class='muted'>Nothing to plot" + (": not measured in this run (see the top of the page)"
                                                           if missing else "") + ".</p>")
-        imgs = "".join(f"<img src='{_e(png)}' alt='{_e(t)}' class='{'wide' if wide else ''}'>" for t, png in titles)
+        imgs = "".join(f"<img id='{_anchor(png)}' src='{_e(png)}' alt='{_e(t)}' class='{'wide' if wide else ''}'>"
+                       for t, png in titles)
         return imgs if wide else f"<div class='grid'>{imgs}</div>"
 
     p.append("<h2>Bandwidth fraction per path and family</h2>" + images(plots["bandwidth"], wide=True))
@@ -1012,7 +1171,7 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
         if bad:
             cases = golden_by_case(bad)
             p.append(f"<details><summary>{len(cases)} failing or recovered case(s)</summary>"
-                     + golden_case_table(cases, limit=500) + "</details>")
+                     + golden_case_table(cases, limit=500, out_dir=args.out) + "</details>")
     else:
         p.append("<p class='muted'>No golden rows in the latest run.</p>")
 
@@ -1048,8 +1207,12 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
         p.append(v100_model_section(model))
 
     p.append("<h2>Each benchmark over commits</h2>")
-    p.append("<p class='muted'>Line: median; band: min to max of the samples of each run.</p>")
-    p.append(images(plots["history"]))
+    if len(runs) > 1:
+        p.append("<p class='muted'>Line: median; band: min to max of the samples of each run; "
+                 "red ring: a regressed row's latest point.</p>")
+        p.append(images(plots["history"]))
+    else:
+        p.append("<p class='muted'>One run in the history: trends start with the second.</p>")
     p.append("<h2>Runs in the history</h2>")
     p.append(_table(["run", "commit", "date", "records", "bench rows", "golden rows"],
                     [[i + 1, r.label, r.date, len(r.records), len(r.bench), len(r.golden)]
@@ -1068,7 +1231,7 @@ def write_report(runs, latest, baseline, args, problems, target_list=(), targets
     bench_res, golden_res = compare_runs(latest, baseline, args.min_effect, args.alpha)
     perf, gold = flagged(bench_res, golden_res)
     target_lines = vgtargets.evaluate(target_list, {**latest.bench, **vgtargets.model_rows(latest.v100_model())})
-    recipe = bisect_recipe(latest, baseline, perf, gold, args.min_effect, args.alpha)
+    recipe = bisect_recipe(latest, baseline, perf, gold, args.min_effect, args.alpha, runs)
     written = []
     plot_note = None
     no_matplotlib = matplotlib_missing()
@@ -1081,7 +1244,12 @@ def write_report(runs, latest, baseline, args, problems, target_list=(), targets
                      "apt-get install python3-matplotlib (or make deps) draws them.")
         print(f"report.py: {plot_note}", file=sys.stderr)
     else:
-        plots = {"history": plot_history(runs, args.out, written),
+        row_plots = {}
+        regressed_keys = {r["key"] for r in perf}
+        # One run draws single dots: trends start with the second run.
+        plots = {"history": plot_history(runs, args.out, written, regressed=regressed_keys,
+                                         row_plots=row_plots) if len(runs) > 1 else [],
+                 "row_plots": row_plots,
                  "bandwidth": plot_bandwidth(latest, args.out, written, target_list),
                  "golden": plot_golden(latest, args.out, written),
                  "replay": plot_replay(runs, latest, args.out, written),
@@ -1105,6 +1273,8 @@ def main(argv=None):
     ap.add_argument("--baseline-record", metavar="FILE", help="compare with the run holding this record")
     ap.add_argument("--min-effect", type=float, default=0.03, help="minimum slowdown of the median (0.03 = 3%%)")
     ap.add_argument("--alpha", type=float, default=0.05, help="significance level of the U test")
+    ap.add_argument("--first-bad", metavar="TEXT",
+                    help="the first bad commit a bisect named (ci/nightly --bisect), shown on the page")
     ap.add_argument("--targets", metavar="FILE", default=vgtargets.DEFAULT_FILE,
                     help="speed targets to check (default: reports/targets.json; 'none' for none)")
     args = ap.parse_args(argv)
@@ -1152,6 +1322,10 @@ def main(argv=None):
         if why:
             print(f"\nBisect: {why}.")
         return 1
+    if baseline is not None and not rows_compared(bench_res, golden_res):
+        # A nightly must not go green by comparing nothing.
+        print(nothing_compared_text(latest, baseline))
+        return 2
     print("no regression")
     return 0
 

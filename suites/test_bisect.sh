@@ -25,26 +25,8 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 repo="$tmp/repo"
-mkdir -p "$repo" && cd "$repo" || exit 1
-export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com
-git init -q -b main . 2>/dev/null || git init -q .
-git config commit.gpgsign false
-
-cat > build.sh <<'EOF'
-#!/bin/sh
-# build.sh BUILD: "compiles" the kernel; a config without a valid DELAY_US does not build.
-grep -q '^DELAY_US=[0-9][0-9]*$' kernel.conf || { echo "build.sh: syntax error in kernel.conf" >&2; exit 2; }
-mkdir -p "$1" && cp kernel.conf "$1/kernel.conf"
-EOF
-cat > bench.sh <<'EOF'
-#!/bin/sh
-# bench.sh BUILD JSON: 15 samples per row around the built kernel's DELAY_US.
-. "$1/kernel.conf"
-awk -v d="$DELAY_US" 'function row(name, path, c,   j, s) {
-    s = ""; for (j = 0; j < 15; j++) s = s (j ? "," : "") sprintf("%.4f", c * (1 + ((j * 7) % 15) / 1000.0));
-    return sprintf("{\"name\":\"%s\",\"kind\":\"kernel\",\"path\":\"%s\",\"family\":\"fp8\",\"m\":48,\"n\":1024,\"k\":4096,\"groups\":8,\"tokens\":6,\"plan\":\"p\",\"decision\":\"reuse\",\"samples_us\":[%s],\"median_us\":%.4f,\"min_us\":%.4f,\"max_us\":%.4f,\"bytes\":33554432,\"flops\":402653184,\"bandwidth_fraction\":null,\"max_rel_rms\":null}", name, path, s, c * 1.007, c, c * 1.014) }
-  BEGIN { printf "{\"tool\":\"bench\",\"backend\":\"cpu\",\"gpu\":null,\"driver\":null,\"cuda_version\":null,\"arch_list\":null,\"policy_hash\":null,\"config\":null,\"copy_bandwidth_gbs\":null,\"rows\":[%s,%s]}\n", row("wo_a/grouped/fp8/t6/tune=on", "grouped", d), row("wo_a/loop/fp8/t6/tune=on", "loop", 50) }' > "$2"
-EOF
+. "$here/suites/common/kernel_repo.sh"
+kernel_repo "$repo" || exit 1
 cat > golden.sh <<'EOF'
 #!/bin/sh
 # golden.sh BUILD JSON: one golden row, PASS when the kernel's RESULT is 42.
@@ -61,7 +43,6 @@ sed -i 's/}]}$/},{"case":"old_broken","file":"y.h5","family":"awq","path":"dense
 exit 1
 EOF
 
-commit() { git add -A && git commit -q -m "$1" && git rev-parse HEAD; }
 printf 'DELAY_US=10\nRESULT=42\n' > kernel.conf;                 c1=$(commit "c1: kernel")
 echo "# tuned" >> kernel.conf;                                   c2=$(commit "c2: comment")
 sed -i 's/^DELAY_US=10$/DELAY_US=1O/' kernel.conf;               c3=$(commit "c3: typo, does not build")

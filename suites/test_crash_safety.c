@@ -486,15 +486,14 @@ static void read_only_folder(void **state)
     vg_golden_file g;
     golden_make(4, &g);
     if (!make_read_only(ro, 1)) {
-        print_message("skipped: cannot make a read-only folder here (root without the "
-                      "immutable attribute)\n");
         vg_golden_free(&g);
         free(before);
         vg_device_close(dev);
         vg_device_close(old);
         vgtest_rmtree(dir);
         free(dir);
-        skip();
+        vgtest_skip("cannot make a read-only folder here (root without the immutable "
+                    "attribute)");
     }
     both_refuse(dev, &g, dir, lut, h5, geteuid() == 0 ? "not permitted" : "ermission denied");
     make_read_only(ro, 0);

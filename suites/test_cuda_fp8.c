@@ -439,8 +439,7 @@ static void test_heuristic_applies(void **state)
     static const int32_t rows[] = {1, 6, 16, 17, 64, 65, 4096};
     assert_true(vg_cuda_plan_count() > 0 || !vgtest_have_cuda());
     if (vg_cuda_plan_count() == 0) {
-        print_message("skipped: no CUDA device\n");
-        skip();
+        vgtest_skip("no CUDA device");
     }
     for (size_t p = 0; p < 4; p++)
         for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
@@ -463,8 +462,7 @@ static void test_heuristic_fits_every_arch(void **state)
 {
     (void)state;
     if (vg_cuda_plan_count() == 0) {
-        print_message("skipped: built without CUDA\n");
-        skip();
+        vgtest_skip("built without CUDA");
     }
     static const int limits[] = {64 << 10, 96 << 10, 99 << 10, 163 << 10, 227 << 10};
     static const vg_path paths[] = {VG_PATH_DENSE, VG_PATH_GROUPED, VG_PATH_LOOP, VG_PATH_MOE};

@@ -499,8 +499,7 @@ static void cuda_open_fails_cleanly_without_device(void **state)
 {
     (void)state;
     if (vgtest_have_cuda()) {
-        print_message("skipped: a CUDA device is present\n");
-        skip();
+        vgtest_skip("a CUDA device is present");
     }
     vg_device *dev = (vg_device *)0x1;
     assert_int_equal(vg_device_open("cuda", 0, &dev), VG_ERR_NO_DEVICE);

@@ -18,7 +18,7 @@ grep -q '^  trace line alone: ' "$TMP/out" || { echo "no trace line figure"; exi
 $PY - "$TMP/b.json" <<'PYEOF' || exit 1
 import json, sys
 d = json.load(open(sys.argv[1]))
-top = {"tool", "backend", "gpu", "driver", "cuda_version", "arch_list", "policy_hash", "config",
+top = {"tool", "build", "backend", "gpu", "driver", "cuda_version", "arch_list", "policy_hash", "config",
        "copy_bandwidth_gbs", "rows"}
 assert set(d) == top, set(d) ^ top
 assert d["tool"] == "bench" and d["backend"] == "cpu"

@@ -131,10 +131,9 @@ static void replay_target(const char *target, fuzz_one_fn fn, int corpus_too)
         fail_msg("%s: %d crash(es), %d invariant failure(s); first: %s", target, c.crashed_ours,
                  c.broken, c.first_failure);
     if (c.crashed_hdf5) {
-        print_message("skipped: libhdf5 still crashes on %d damaged file(s) (third-party, see "
-                      "/tmp/findings.md); first: %s\n",
-                      c.crashed_hdf5, c.first_hdf5);
-        skip();
+        vgtest_skip("libhdf5 still crashes on %d damaged file(s) (third-party, see "
+                    "/tmp/findings.md); first: %s",
+                    c.crashed_hdf5, c.first_hdf5);
     }
 }
 

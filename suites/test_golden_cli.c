@@ -165,8 +165,11 @@ static void test_plan_id(void **state)
     (void)state;
     char *o, *e;
     assert_int_equal(run(&o, &e, "golden", "verify", "golden/cases/fp8-moe.h5", NULL), 0);
-    /* take the first plan id of the table's first data row */
-    char *line = strchr(o, '\n');
+    /* take the first plan id of the table's first data row (after the
+     * "backend:" line and the header) */
+    char *line = strstr(o, "\ncase ");
+    assert_non_null(line);
+    line = strchr(line + 1, '\n');
     assert_non_null(line);
     char name[64], backend[16], plan[128];
     assert_int_equal(sscanf(line + 1, "%63s %15s %127s", name, backend, plan), 3);
@@ -191,8 +194,7 @@ static void test_cuda_absent_skips(void **state)
 {
     (void)state;
     if (vgtest_have_cuda()) {
-        print_message("a CUDA device is present: the absent-device path cannot be shown\n");
-        skip();
+        vgtest_skip("a CUDA device is present: the absent-device path cannot be shown");
     }
     char *o, *e;
     assert_int_equal(run(&o, &e, "golden", "verify", "--backend", "cuda", "golden/cases/fp8-moe.h5",
@@ -430,6 +432,26 @@ static void test_recipe_through_the_child(void **state)
     free(e);
 }
 
+/* --case reproduces one row of a report: only the matching case's rows run
+ * into the output and the verdict; a pattern matching nothing is an error. */
+static void test_case_filter(void **state)
+{
+    (void)state;
+    char *o, *e;
+    assert_int_equal(run(&o, &e, "golden", "verify", "--backend", "cpu", "--plan", "heuristic",
+                         "golden/cases/fp8-moe.h5", "--case", "fp8-moe/r1", NULL), 0);
+    assert_non_null(strstr(o, "fp8-moe/r1 "));
+    assert_null(strstr(o, "fp8-moe/r0 "));
+    assert_non_null(strstr(o, "1 row(s): 1 passed, 0 failed"));
+    free(o);
+    free(e);
+    assert_int_equal(run(&o, &e, "golden", "verify", "golden/cases/fp8-moe.h5", "--case", "nope*",
+                         NULL), 2);
+    assert_non_null(strstr(e, "--case 'nope*' matches no case"));
+    free(o);
+    free(e);
+}
+
 int main(int argc, char **argv)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -444,6 +466,7 @@ int main(int argc, char **argv)
         T(test_hdf5_crash_is_a_damaged_file),
         T(test_child_refusal_message),
         T(test_recipe_through_the_child),
+        T(test_case_filter),
     };
     return VGTEST_MAIN("golden_cli", tests);
 }

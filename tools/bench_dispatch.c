@@ -112,6 +112,7 @@ static int write_json(const char *path, const vg_config *cfg, uint64_t hash, ben
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "tool", "bench");
+    cJSON_AddStringToObject(root, "build", tool_build_id());
     cJSON_AddStringToObject(root, "backend", "cpu");
     cJSON_AddNullToObject(root, "gpu");
     cJSON_AddNullToObject(root, "driver");

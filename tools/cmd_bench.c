@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -62,12 +63,14 @@ enum { SHAPE_WO_A = 1, SHAPE_DENSE = 2, SHAPE_PREFILL = 4 };
 
 typedef struct opts {
     int cuda;                 /* backend */
+    const char *backend;      /* --backend as given: auto (default), cuda or cpu */
     unsigned shapes;
     int tokens[MAX_LIST], ntokens;
     int loop, grouped;        /* paths */
     int tunes[2], ntunes;
     vg_family family;
     const char *json;
+    int json_gbench;          /* --json-format gbench: google-benchmark's layout */
     int samples;
     int rotate;               /* 0 = automatic */
     int shard_i, shard_n;
@@ -105,6 +108,8 @@ typedef struct bench {
     struct { double bytes, us; } ceiling[MAX_CEILINGS];
     int nceiling;
     int ceiling_failed;       /* reported once, then NAN */
+    tool_progress progress;   /* on a terminal: rows timed so far, elapsed */
+    int rows_done;
 } bench;
 
 /* ---- small helpers ------------------------------------------------------------ */
@@ -284,6 +289,8 @@ static void add_row(bench *b, const char *name, const char *kind, const char *pa
     else
         cJSON_AddNullToObject(r, "output_ok");
     cJSON_AddItemToArray(b->rows, r);
+    b->rows_done++;
+    tool_progress_show(&b->progress, 0, "%d rows timed (last: %s)", b->rows_done, name);
     result *t = new_result(b);
     if (t) {
         snprintf(t->name, sizeof t->name, "%s", name);
@@ -995,9 +1002,16 @@ static void print_tables(const bench *b, const char *shape, int G, int N, int K)
     char key[128];
     printf("\n%s: %d groups x N=%d x K=%d, %s weights; copy bandwidth %.0f GB/s\n", shape, G, N,
            K, vg_family_name(o->family), b->copy_gbs);
-    printf("%-5s %6s %10s %11s %7s %8s %9s %11s %11s %11s  %s\n", "tune", "tokens", "loop_us",
-           "grouped_us", "ratio", "bw_frac", "ceil_frac", "max_relrms", "bmm_bf16_us",
-           "loop_bf16_us", "grouped plan (decision)");
+    /* The stream ceiling and the cuBLAS peers are CUDA measurements: the
+     * CPU table leaves their columns out rather than print nan. */
+    printf("%-5s %6s %10s %11s %7s %8s", "tune", "tokens", "loop_us", "grouped_us", "ratio",
+           "bw_frac");
+    if (o->cuda)
+        printf(" %9s", "ceil_frac");
+    printf(" %11s", "max_relrms");
+    if (o->cuda)
+        printf(" %11s %11s", "bmm_bf16_us", "loop_bf16_us");
+    printf("  %s\n", "grouped plan (decision)");
     for (int ui = 0; ui < o->ntunes; ui++)
         for (int ti = 0; ti < o->ntokens; ti++) {
             int t = o->tokens[ti];
@@ -1017,12 +1031,15 @@ static void print_tables(const bench *b, const char *shape, int G, int N, int K)
                 rel = l->rel_rms;
             if (g && isfinite(g->rel_rms) && g->rel_rms > rel)
                 rel = g->rel_rms;
-            printf("%-5s %6d %10.2f %11.2f %7.2f %8.3f %9.3f %11.2e %11.2f %11.2f  %s (%s)\n", tn,
-                   t, l ? l->median_us : NAN, g ? g->median_us : NAN,
-                   l && g ? l->median_us / g->median_us : NAN, g ? g->bw_frac : NAN,
-                   g ? g->ceil_frac : NAN, rel,
-                   pb ? pb->median_us : NAN, pl ? pl->median_us : NAN, g ? g->plan : "-",
-                   g ? g->decision : "-");
+            printf("%-5s %6d %10.2f %11.2f %7.2f %8.3f", tn, t, l ? l->median_us : NAN,
+                   g ? g->median_us : NAN, l && g ? l->median_us / g->median_us : NAN,
+                   g ? g->bw_frac : NAN);
+            if (o->cuda)
+                printf(" %9.3f", g ? g->ceil_frac : NAN);
+            printf(" %11.2e", rel);
+            if (o->cuda)
+                printf(" %11.2f %11.2f", pb ? pb->median_us : NAN, pl ? pl->median_us : NAN);
+            printf("  %s (%s)\n", g ? g->plan : "-", g ? g->decision : "-");
         }
 }
 
@@ -1031,8 +1048,13 @@ static void print_dense(const bench *b, const char *shape, const int *ms, int nm
     const opts *o = &b->o;
     printf("\n%s dense (%s): copy bandwidth %.0f GB/s\n", shape, vg_family_name(o->family),
            b->copy_gbs);
-    printf("%-5s %6s %10s %8s %9s %8s %11s %11s %8s  %s\n", "tune", "M", "us", "bw_frac",
-           "ceil_frac", "TFLOP/s", "max_relrms", "bf16_us", "bf16_TF", "plan (decision)");
+    printf("%-5s %6s %10s %8s", "tune", "M", "us", "bw_frac");
+    if (o->cuda)
+        printf(" %9s", "ceil_frac");
+    printf(" %8s %11s", "TFLOP/s", "max_relrms");
+    if (o->cuda)
+        printf(" %11s %8s", "bf16_us", "bf16_TF");
+    printf("  %s\n", "plan (decision)");
     char key[128];
     for (int ui = 0; ui < o->ntunes; ui++)
         for (int i = 0; i < nms; i++) {
@@ -1043,9 +1065,14 @@ static void print_dense(const bench *b, const char *shape, const int *ms, int nm
             const result *p = find_result(b, key);
             if (!r)
                 continue;
-            printf("%-5s %6d %10.2f %8.3f %9.3f %8.1f %11.2e %11.2f %8.1f  %s (%s)\n",
-                   o->tunes[ui] ? "on" : "off", ms[i], r->median_us, r->bw_frac, r->ceil_frac, r->tflops,
-                   r->rel_rms, p ? p->median_us : NAN, p ? p->tflops : NAN, r->plan, r->decision);
+            printf("%-5s %6d %10.2f %8.3f", o->tunes[ui] ? "on" : "off", ms[i], r->median_us,
+                   r->bw_frac);
+            if (o->cuda)
+                printf(" %9.3f", r->ceil_frac);
+            printf(" %8.1f %11.2e", r->tflops, r->rel_rms);
+            if (o->cuda)
+                printf(" %11.2f %8.1f", p ? p->median_us : NAN, p ? p->tflops : NAN);
+            printf("  %s (%s)\n", r->plan, r->decision);
         }
 }
 
@@ -1054,15 +1081,19 @@ static void print_forced(const bench *b, const char *shape)
 {
     printf("\n%s (%s), plans forced: copy bandwidth %.0f GB/s\n", shape,
            vg_family_name(b->o.family), b->copy_gbs);
-    printf("%-8s %6s %10s %8s %9s %11s  %s\n", "path", "tokens", "us", "bw_frac", "ceil_frac",
-           "max_relrms", "plan");
+    printf("%-8s %6s %10s %8s", "path", "tokens", "us", "bw_frac");
+    if (b->o.cuda)
+        printf(" %9s", "ceil_frac");
+    printf(" %11s  %s\n", "max_relrms", "plan");
     const size_t len = strlen(shape);
     for (size_t i = 0; i < b->nres; i++) {
         const result *r = &b->res[i];
         if (strncmp(r->name, shape, len) || r->name[len] != '/' || !strstr(r->name, "/plan="))
             continue;
-        printf("%-8s %6d %10.2f %8.3f %9.3f %11.2e  %s\n", r->path, r->tokens, r->median_us,
-               r->bw_frac, r->ceil_frac, r->rel_rms, r->plan);
+        printf("%-8s %6d %10.2f %8.3f", r->path, r->tokens, r->median_us, r->bw_frac);
+        if (b->o.cuda)
+            printf(" %9.3f", r->ceil_frac);
+        printf(" %11.2e  %s\n", r->rel_rms, r->plan);
     }
 }
 
@@ -1072,7 +1103,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: voltgate bench [options]\n"
-            "  --backend cuda|cpu     (default cuda; cpu runs small shapes, host clock)\n"
+            "  --backend auto|cuda|cpu  (default auto: cuda when a device is present, else\n"
+            "                         cpu; cpu runs small shapes, host clock)\n"
             "  --shape LIST           wo_a,dense,prefill (default wo_a)\n"
             "                         wo_a: 8 groups x N=1024 x K=4096; dense: N=K=4096 and\n"
             "                         N=4096,K=14336 at M <= 16; prefill: M=N=K=4096\n"
@@ -1092,6 +1124,10 @@ static void usage(FILE *f)
             "  --shard I/N            run only rows i with i %% N == I\n"
             "  --quick                a few dozen samples, small shapes (make regress)\n"
             "  --json FILE            write every row and sample\n"
+            "  --json-format F        ours (default: rows[] with samples_us) or gbench:\n"
+            "                         google-benchmark's JSON (context, benchmarks[] with one\n"
+            "                         entry per sample and our bandwidth fields as counters),\n"
+            "                         which its compare.py reads\n"
             "  --dispatch ...         the dispatch-overhead bench (tools/bench_dispatch.c)\n"
             "Exit: 0 ok, 1 a row failed, 2 usage, 77 no CUDA device.\n");
 }
@@ -1099,7 +1135,7 @@ static void usage(FILE *f)
 static int parse_args(int argc, char **argv, opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->cuda = 1;
+    o->backend = "auto";
     o->shapes = SHAPE_WO_A;
     static const int def_tokens[] = {1, 2, 4, 6, 8, 16};
     memcpy(o->tokens, def_tokens, sizeof def_tokens);
@@ -1131,14 +1167,11 @@ static int parse_args(int argc, char **argv, opts *o)
             return 1;
         } else if (!strcmp(a, "--backend")) {
             NEED();
-            if (!strcmp(v, "cuda"))
-                o->cuda = 1;
-            else if (!strcmp(v, "cpu"))
-                o->cuda = 0;
-            else {
-                fprintf(stderr, "voltgate bench: unknown backend '%s' (cuda or cpu)\n", v);
+            if (strcmp(v, "auto") && strcmp(v, "cuda") && strcmp(v, "cpu")) {
+                fprintf(stderr, "voltgate bench: unknown backend '%s' (auto, cuda or cpu)\n", v);
                 return -1;
             }
+            o->backend = v;
         } else if (!strcmp(a, "--shape")) {
             NEED();
             o->shapes = 0;
@@ -1238,6 +1271,13 @@ static int parse_args(int argc, char **argv, opts *o)
                 return -1;
             }
             o->json = v;
+        } else if (!strcmp(a, "--json-format")) {
+            NEED();
+            if (strcmp(v, "ours") && strcmp(v, "gbench")) {
+                fprintf(stderr, "voltgate bench: --json-format takes ours or gbench, not '%s'\n", v);
+                return -1;
+            }
+            o->json_gbench = !strcmp(v, "gbench");
         } else if (!strcmp(a, "--quick")) {
             quick = 1;
         } else if (!strcmp(a, "--no-peers")) {
@@ -1255,6 +1295,7 @@ static int parse_args(int argc, char **argv, opts *o)
         }
 #undef NEED
     }
+    o->cuda = !strcmp(tool_backend(o->backend), "cuda");
     if (o->samples < 0)
         o->samples = quick ? 24 : o->cuda ? 50 : 30;
     if (!o->cuda && !tokens_given) {
@@ -1307,10 +1348,89 @@ static int make_configs(bench *b)
     return 0;
 }
 
+/* A row's number field, NAN when absent or null. */
+static double row_number(const cJSON *row, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+/* google-benchmark's JSON from ours: the header becomes "context" (with the
+ * fields google-benchmark writes there), and each row one "iteration" entry
+ * per sample (real_time in us; cpu_time is the same figure, as a device
+ * timer measures no CPU time), so that compare.py's U test sees every
+ * sample.  Our bandwidth fields go along as counters. */
+static cJSON *gbench_from(cJSON *ours)
+{
+    cJSON *rows = cJSON_DetachItemFromObjectCaseSensitive(ours, "rows");
+    cJSON *root = cJSON_CreateObject();
+    cJSON *context = ours;
+    char date[64], host[256] = "";
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+    gethostname(host, sizeof host - 1);
+    cJSON_AddStringToObject(context, "date", date);
+    cJSON_AddStringToObject(context, "host_name", host);
+    cJSON_AddStringToObject(context, "executable", "voltgate bench");
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    cJSON_AddNumberToObject(context, "num_cpus", ncpu > 0 ? (double)ncpu : 1.0);
+    cJSON_AddNumberToObject(context, "mhz_per_cpu", 0);
+    cJSON_AddBoolToObject(context, "cpu_scaling_enabled", 0);
+    cJSON_AddItemToObject(context, "caches", cJSON_CreateArray());
+    cJSON_AddStringToObject(context, "library_build_type", "release");
+    cJSON_AddItemToObject(root, "context", context);
+    cJSON *benchmarks = cJSON_AddArrayToObject(root, "benchmarks");
+    const double copy_gbs = row_number(context, "copy_bandwidth_gbs");
+    int family_index = 0;
+    const cJSON *row;
+    cJSON_ArrayForEach(row, rows) {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(row, "name"));
+        const char *plan = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(row, "plan"));
+        const cJSON *samples = cJSON_GetObjectItemCaseSensitive(row, "samples_us");
+        const int n = cJSON_GetArraySize(samples);
+        const double bytes = row_number(row, "bytes"), ceil_frac = row_number(row, "ceiling_fraction");
+        int rep = 0;
+        const cJSON *sample;
+        cJSON_ArrayForEach(sample, samples) {
+            const double us = sample->valuedouble;
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "name", name ? name : "?");
+            cJSON_AddNumberToObject(e, "family_index", family_index);
+            cJSON_AddNumberToObject(e, "per_family_instance_index", 0);
+            cJSON_AddStringToObject(e, "run_name", name ? name : "?");
+            cJSON_AddStringToObject(e, "run_type", "iteration");
+            cJSON_AddNumberToObject(e, "repetitions", n);
+            cJSON_AddNumberToObject(e, "repetition_index", rep++);
+            cJSON_AddNumberToObject(e, "threads", 1);
+            cJSON_AddNumberToObject(e, "iterations", 1);
+            cJSON_AddNumberToObject(e, "real_time", us);
+            cJSON_AddNumberToObject(e, "cpu_time", us);
+            cJSON_AddStringToObject(e, "time_unit", "us");
+            if (plan)
+                cJSON_AddStringToObject(e, "label", plan);
+            if (us > 0 && bytes > 0) {
+                cJSON_AddNumberToObject(e, "bytes_per_second", bytes / (us * 1e-6));
+                if (copy_gbs > 0)
+                    cJSON_AddNumberToObject(e, "bandwidth_fraction",
+                                            bytes / (us * 1e-6) / 1e9 / copy_gbs);
+            }
+            if (isfinite(ceil_frac))
+                cJSON_AddNumberToObject(e, "ceiling_fraction", ceil_frac);
+            cJSON_AddItemToArray(benchmarks, e);
+        }
+        family_index++;
+    }
+    cJSON_Delete(rows);
+    return root;
+}
+
 static int write_json(bench *b)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "tool", "bench");
+    cJSON_AddStringToObject(root, "build", tool_build_id());
     cJSON_AddStringToObject(root, "backend", b->o.cuda ? "cuda" : "cpu");
     char drv[64] = "", cuda[32] = "", archs[128] = "";
     if (b->o.cuda) {
@@ -1346,6 +1466,8 @@ static int write_json(bench *b)
     cJSON_AddNumberToObject(root, "copy_bandwidth_gbs", b->copy_gbs);
     cJSON_AddItemToObject(root, "rows", b->rows);
     b->rows = NULL;
+    if (b->o.json_gbench)
+        root = gbench_from(root);
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (!text)
@@ -1430,6 +1552,8 @@ int cmd_bench(int argc, char **argv)
         b.failed = 1;
     printf("copy bandwidth: %.0f GB/s (bytes read + written)\n", b.copy_gbs);
     fflush(stdout);
+    /* The tables print once every row is timed: until then, the progress line. */
+    tool_progress_start(&b.progress, "bench");
 
     int wG = 8, wN = 1024, wK = 4096;
     if (!o->cuda) {
@@ -1456,6 +1580,7 @@ int cmd_bench(int argc, char **argv)
         bench_dense(&b, h, o->cuda ? "prefill4096" : "prefill256", o->cuda ? 4096 : 256,
                     o->cuda ? 4096 : 256, pm, 1);
 
+    tool_progress_end(&b.progress);
     if (o->plans) {
         if (o->shapes & SHAPE_WO_A)
             print_forced(&b, "wo_a");

@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,14 +245,20 @@ static int cmd_gen(int argc, char **argv)
         } else if (!strcmp(o, "--n") || !strcmp(o, "--k") || !strcmp(o, "--groups")) {
             int32_t *dst = o[2] == 'n' ? &a.n : o[2] == 'k' ? &a.k : &a.groups;
             if (parse_i32(v, 1, VG_GOLDEN_MAX_DIM, dst) != 0) {
-                rc = usage_error("gen", "bad value '%s'", v);
+                char why[160];
+                snprintf(why, sizeof why, "%s must be an integer from 1 to %d, not '%.40s'", o,
+                         VG_GOLDEN_MAX_DIM, v);
+                rc = usage_error("gen", "%s", why);
                 goto done;
             }
         } else if (!strcmp(o, "--m")) {
             free(m_list);
             m_list = NULL;
             if (parse_list(v, 1, VG_GOLDEN_MAX_DIM, &m_list, &a.m_count) != 0) {
-                rc = usage_error("gen", "bad --m '%s'", v);
+                char why[160];
+                snprintf(why, sizeof why, "--m must be row counts from 1 to %d, not '%.40s'",
+                         VG_GOLDEN_MAX_DIM, v);
+                rc = usage_error("gen", "%s", why);
                 goto done;
             }
         } else if (!strcmp(o, "--tokens") || !strcmp(o, "--tokens-list")) {
@@ -259,7 +266,11 @@ static int cmd_gen(int argc, char **argv)
             tokens = NULL;
             if (parse_list(v, 0, VG_GOLDEN_MAX_DIM, &tokens, &a.tokens_count) != 0 ||
                 (!strcmp(o, "--tokens") && a.tokens_count != 1)) {
-                rc = usage_error("gen", "bad token count(s) '%s'", v);
+                char why[160];
+                snprintf(why, sizeof why, "%s must be %s from 0 to %d, not '%.40s'", o,
+                         !strcmp(o, "--tokens") ? "one token count" : "token counts",
+                         VG_GOLDEN_MAX_DIM, v);
+                rc = usage_error("gen", "%s", why);
                 goto done;
             }
         } else if (!strcmp(o, "--routing")) {
@@ -421,19 +432,20 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Adds a file, or the *.h5 files of a folder (not recursing). */
-static int expand(const char *arg, path_list *out)
+/* Adds a file, or the *.h5 files of a folder (not recursing); cmd names the
+ * subcommand in its messages. */
+static int expand(const char *cmd, const char *arg, path_list *out)
 {
     struct stat sb;
     if (stat(arg, &sb) != 0) {
-        fprintf(stderr, "voltgate golden verify: %s: cannot open: %s\n", arg, strerror(errno));
+        fprintf(stderr, "voltgate golden %s: %s: cannot open: %s\n", cmd, arg, strerror(errno));
         return -1;
     }
     if (!S_ISDIR(sb.st_mode))
         return list_add(out, arg);
     DIR *d = opendir(arg);
     if (!d) {
-        fprintf(stderr, "voltgate golden verify: %s: %s\n", arg, strerror(errno));
+        fprintf(stderr, "voltgate golden %s: %s: %s\n", cmd, arg, strerror(errno));
         return -1;
     }
     struct dirent *e;
@@ -452,14 +464,18 @@ static int expand(const char *arg, path_list *out)
     }
     closedir(d);
     if (out->count == before) {
-        fprintf(stderr, "voltgate golden verify: %s: no .h5 files in this folder\n", arg);
+        fprintf(stderr, "voltgate golden %s: %s: no .h5 files in this folder\n", cmd, arg);
         return -1;
     }
     return 0;
 }
 
 typedef struct verify_out {
+    const char *case_pattern; /* --case: only the rows of matching cases (fnmatch) */
+    int case_rows;            /* rows of matching cases, whatever their verdict */
     FILE *json;       /* NULL: no JSON */
+    tool_progress progress;   /* on a terminal: files done / total, rows, elapsed */
+    int files_done, files_total;
     int json_rows;
     int failed_rows, rows;
     char **fail_lines;
@@ -492,6 +508,11 @@ static void json_num(FILE *f, double v)
 static void on_row(const vg_golden_row *r, void *user)
 {
     verify_out *o = user;
+    if (o->case_pattern && fnmatch(o->case_pattern, r->case_name, 0) != 0)
+        return;
+    o->case_rows++;
+    if (o->progress.on)
+        fprintf(stderr, "\r\033[K");  /* the row goes where the progress line was */
     char tol[64];
     snprintf(tol, sizeof tol, "%.1e/%.2g", r->tol_rel_rms, r->tol_max_abs);
     printf("%-28s %-5s %-36s %10.3e %10.3e %-18s %s%s%s\n", r->case_name, r->backend, r->plan,
@@ -501,6 +522,8 @@ static void on_row(const vg_golden_row *r, void *user)
     o->rows++;
     if (!r->pass)
         o->failed_rows++;
+    tool_progress_show(&o->progress, 0, "%d/%d files, %d rows (%d failed)", o->files_done,
+                  o->files_total, o->rows, o->failed_rows);
     if (o->json) {
         FILE *j = o->json;
         fprintf(j, "%s\n  {\"case\":", o->json_rows++ ? "," : "");
@@ -534,24 +557,27 @@ static void on_row(const vg_golden_row *r, void *user)
 static void verify_help(FILE *out)
 {
     fprintf(out,
-            "usage: voltgate golden verify [--backend cpu|cuda|all] [--plan all|heuristic|ID]\n"
-            "                              [--json FILE] [--shard I/N] PATH...\n\n"
+            "usage: voltgate golden verify [--backend auto|cpu|cuda|all] [--plan all|heuristic|ID]\n"
+            "                              [--json FILE] [--shard I/N] [--case PATTERN] PATH...\n\n"
             "Runs every case of every golden file (PATH: files or folders of *.h5) through\n"
             "the runtime and compares with y_ref: relative RMS error and max abs error\n"
             "against the case's tolerance.\n"
-            "  --backend  cpu (default), cuda, or all (cpu, plus cuda when present)\n"
+            "  --backend  auto (default: cuda when a device is present, else cpu), cpu, cuda,\n"
+            "             or all (cpu, plus cuda when present)\n"
             "  --plan     all (default: every plan that applies, vg_gemm_with_plan),\n"
             "             heuristic (vg_gemm with tuning off), or one plan id\n"
             "  --json     also write the rows as {\"tool\":\"golden-verify\",\"rows\":[...]}\n"
             "  --shard    I/N: only the files whose index in the sorted file list is I mod N\n"
             "             (I from 0 to N-1)\n"
+            "  --case     only the cases whose name matches PATTERN (shell glob: * ? [...]);\n"
+            "             with --backend and --plan, reproduces one failing row of a report\n"
             "exit: 0 all pass, 1 some case failed, 2 a file could not be used or bad usage,\n"
             "      77 --backend cuda without a CUDA device (prints 'skipped: no CUDA device')\n");
 }
 
 static int cmd_verify(int argc, char **argv)
 {
-    const char *backend = "cpu", *plan = "all", *json = NULL;
+    const char *backend = "auto", *plan = "all", *json = NULL, *case_pattern = NULL;
     int32_t shard_i = 0, shard_n = 1;
     path_list files = {0};
     int rc = VG_EXIT_USAGE;
@@ -574,6 +600,8 @@ static int cmd_verify(int argc, char **argv)
                 plan = v;
             else if (!strcmp(o, "--json"))
                 json = v;
+            else if (!strcmp(o, "--case"))
+                case_pattern = v;
             else if (!strcmp(o, "--shard")) {
                 char a[32], b[32];
                 const char *slash = strchr(v, '/');
@@ -594,20 +622,22 @@ static int cmd_verify(int argc, char **argv)
             }
             continue;
         }
-        if (expand(o, &files) != 0) {
+        if (expand("verify", o, &files) != 0) {
             list_free(&files);
             return VG_EXIT_USAGE;
         }
     }
-    if (strcmp(backend, "cpu") && strcmp(backend, "cuda") && strcmp(backend, "all")) {
+    if (strcmp(backend, "cpu") && strcmp(backend, "cuda") && strcmp(backend, "all") &&
+        strcmp(backend, "auto")) {
         list_free(&files);
-        return usage_error("verify", "unknown backend '%s' (cpu, cuda or all)", backend);
+        return usage_error("verify", "unknown backend '%s' (auto, cpu, cuda or all)", backend);
     }
     if (!files.count) {
         list_free(&files);
         return usage_error("verify", "%s", "no golden file given");
     }
     qsort(files.items, files.count, sizeof(char *), cmp_str);
+    backend = tool_backend(backend);
 
     /* the devices */
     const char *names[2];
@@ -637,7 +667,7 @@ static int cmd_verify(int argc, char **argv)
         }
     }
 
-    verify_out vo = {0};
+    verify_out vo = {.case_pattern = case_pattern};
     char json_tmp[4096];
     if (json) {
         if (vg_check_output_path("--json", json) != VG_OK) {
@@ -651,19 +681,30 @@ static int cmd_verify(int argc, char **argv)
             fprintf(stderr, "voltgate golden verify: %s: %s\n", json_tmp, strerror(errno));
             goto out;
         }
-        fprintf(vo.json, "{\"tool\":\"golden-verify\",\"rows\":[");
+        fprintf(vo.json, "{\"tool\":\"golden-verify\",\"build\":");
+        json_str(vo.json, tool_build_id());
+        fprintf(vo.json, ",\"rows\":[");
     }
 
     printf("%-28s %-5s %-36s %10s %10s %-18s %s\n", "case", "bknd", "plan", "rel_rms", "max_abs",
            "tol(rms/abs)", "verdict");
     int bad_file = 0, plan_ran = 0;
+    path_list unusable = {0};
+    tool_progress_start(&vo.progress, "golden verify");
+    for (size_t i = 0; i < files.count; i++)
+        vo.files_total += (int32_t)(i % (size_t)shard_n) == shard_i;
     for (size_t i = 0; i < files.count; i++) {
         if ((int32_t)(i % (size_t)shard_n) != shard_i)
             continue;
         vg_golden_file f;
         vg_status st;
+        /* A recipe weight is rebuilt from its seed here: seconds for a big one. */
+        tool_progress_show(&vo.progress, 1, "%d/%d files, %d rows; reading %s (and rebuilding its weight "
+                      "when it is a recipe)", vo.files_done, vo.files_total, vo.rows, files.items[i]);
         if (read_golden("verify", files.items[i], &f) != 0) {
+            vo.files_done++;
             bad_file = 1;
+            list_add(&unusable, files.items[i]);
             continue;
         }
         for (int d = 0; d < ndev; d++) {
@@ -678,17 +719,31 @@ static int cmd_verify(int argc, char **argv)
                 fprintf(stderr, "voltgate golden verify: %s (%s): %s\n", files.items[i], names[d],
                         vg_last_error());
                 bad_file = 1;
+                if (!unusable.count || strcmp(unusable.items[unusable.count - 1], files.items[i]))
+                    list_add(&unusable, files.items[i]);
             }
         }
         vg_golden_free(&f);
+        vo.files_done++;
+    }
+    tool_progress_end(&vo.progress);
+    if (case_pattern && vo.case_rows == 0 && !bad_file) {
+        fprintf(stderr, "voltgate golden verify: --case '%s' matches no case of the files given "
+                        "(with this --plan)\n", case_pattern);
+        bad_file = 1;
     }
     if (strcmp(plan, "all") && strcmp(plan, "heuristic") && plan_ran == 0 && !bad_file) {
         fprintf(stderr, "voltgate golden verify: plan '%s' applies to no case given "
                         "(or does not exist; see voltgate plans)\n", plan);
         bad_file = 1;
     }
-    printf("%d row(s): %d passed, %d failed%s\n", vo.rows, vo.rows - vo.failed_rows,
+    printf("%d row(s): %d passed, %d failed%s", vo.rows, vo.rows - vo.failed_rows,
            vo.failed_rows, bad_file ? "; some files could not be used" : "");
+    /* Every file named in the summary: the errors above may have scrolled away. */
+    for (size_t u = 0; u < unusable.count; u++)
+        printf("%s%s", u ? ", " : ": ", unusable.items[u]);
+    printf("\n");
+    list_free(&unusable);
     if (vo.json) {
         fprintf(vo.json, "\n]}\n");
         int bad = ferror(vo.json);
@@ -878,19 +933,25 @@ done:
 static int cmd_info(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        printf("usage: voltgate golden info FILE...\n\n"
-               "Reads and validates golden files and prints their weight and cases.\n");
+        printf("usage: voltgate golden info PATH...\n\n"
+               "Reads and validates golden files (PATH: files or folders of *.h5, as verify\n"
+               "takes them) and prints their weight and cases.\n");
         return argc < 2 ? VG_EXIT_USAGE : VG_EXIT_OK;
     }
     int rc = VG_EXIT_OK;
-    for (int i = 1; i < argc; i++) {
+    path_list files = {0};
+    for (int i = 1; i < argc; i++)
+        if (expand("info", argv[i], &files) != 0)
+            rc = VG_EXIT_USAGE;
+    qsort(files.items, files.count, sizeof(char *), cmp_str);
+    for (size_t i = 0; i < files.count; i++) {
         vg_golden_file f;
-        if (read_golden("info", argv[i], &f) != 0) {
+        if (read_golden("info", files.items[i], &f) != 0) {
             rc = VG_EXIT_USAGE;
             continue;
         }
         printf("%s: %s %s N=%d K=%d groups=%d seed=%llu weights=%s source=%s generator=%s\n",
-               argv[i], vg_family_name(f.family), vg_path_name(f.path), (int)f.n, (int)f.k,
+               files.items[i], vg_family_name(f.family), vg_path_name(f.path), (int)f.n, (int)f.k,
                (int)f.groups, (unsigned long long)f.seed, f.weights_stored ? "stored" : "recipe",
                f.source, f.generator);
         if (f.provenance)
@@ -906,6 +967,7 @@ static int cmd_info(int argc, char **argv)
         }
         vg_golden_free(&f);
     }
+    list_free(&files);
     return rc;
 }
 

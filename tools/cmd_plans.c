@@ -16,7 +16,7 @@ static void print_table(const char *backend, size_t count, const vg_plan *(*at)(
                     strcat(fams, ",");
                 strcat(fams, vg_family_name((vg_family)f));
             }
-        printf("%-6s %-40s %-8s m%-4d n%-4d k%-4d stages=%d split_k=%-2d max_rows=%-5d %s\n",
+        printf("%-7s %-40s %-8s m%-4d n%-4d k%-4d stages=%d split_k=%-2d max_rows=%-5d %s\n",
                backend, p->id, vg_path_name(p->path), p->tile_m, p->tile_n, p->tile_k,
                p->stages, p->split_k, p->max_rows, fams);
     }
@@ -43,6 +43,8 @@ int cmd_plans(int argc, char **argv)
         fprintf(stderr, "voltgate plans: unknown backend '%s' (cpu, cuda or all)\n", backend);
         return VG_EXIT_USAGE;
     }
+    printf("%-7s %-40s %-8s %-17s %-8s %-10s %-14s %s\n", "backend", "id", "path", "tile (m n k)",
+           "stages", "split_k", "max_rows", "families");
     if (all || strcmp(backend, "cpu") == 0)
         print_table("cpu", vg_cpu_plan_count(), vg_cpu_plan_at);
     if (all || strcmp(backend, "cuda") == 0)

@@ -3,7 +3,7 @@
  * tuning runtime, and say which requests measured a shape on the live path.
  *
  *   voltgate replay --config FILE [--lut FILE] --layers SPEC --requests LIST
- *                   [--decode-steps N] [--chunk C] [--backend cpu|cuda]
+ *                   [--decode-steps N] [--chunk C] [--backend auto|cpu|cuda]
  *                   [--json FILE] [--engines N]
  *
  * --engines N (1..8) hosts N engines on the device (vg_engine_open with the
@@ -41,7 +41,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: voltgate replay --config FILE [--lut FILE] --layers SPEC --requests LIST\n"
-            "                       [--decode-steps N] [--chunk C] [--backend cpu|cuda]\n"
+            "                       [--decode-steps N] [--chunk C] [--backend auto|cpu|cuda]\n"
             "                       [--json FILE] [--engines N]\n"
             "\n"
             "Warms up the layers inside the config's policy (vg_warmup: grouped decode 1..16\n"
@@ -160,11 +160,13 @@ static uint64_t measured_now(vg_device *dev, vg_engine **engines, long n)
     return total;
 }
 
-static int write_json(const char *path, uint64_t warm, uint64_t serving, int with_new,
-                      const request_result *res, int nreq)
+static int write_json(const char *path, const char *backend, uint64_t warm, uint64_t serving,
+                      int with_new, const request_result *res, int nreq)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "tool", "replay");
+    cJSON_AddStringToObject(root, "build", tool_build_id());
+    cJSON_AddStringToObject(root, "backend", backend);
     cJSON_AddNumberToObject(root, "warmup_measured", (double)warm);
     cJSON_AddNumberToObject(root, "serving_measured", (double)serving);
     cJSON_AddNumberToObject(root, "requests_with_new_shape", with_new);
@@ -200,7 +202,7 @@ static int write_json(const char *path, uint64_t warm, uint64_t serving, int wit
 int cmd_replay(int argc, char **argv)
 {
     const char *config = NULL, *lut = NULL, *spec = NULL, *requests = NULL, *json = NULL;
-    const char *backend = "cpu";
+    const char *backend = "auto";
     long decode_steps = 8, chunk = 1020, nengines = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -257,10 +259,11 @@ int cmd_replay(int argc, char **argv)
         fprintf(stderr, "voltgate replay: %s\n", vg_last_error());
         return VG_EXIT_USAGE;
     }
-    if (strcmp(backend, "cpu") && strcmp(backend, "cuda")) {
-        fprintf(stderr, "voltgate replay: unknown backend '%s' (cpu or cuda)\n", backend);
+    if (strcmp(backend, "auto") && strcmp(backend, "cpu") && strcmp(backend, "cuda")) {
+        fprintf(stderr, "voltgate replay: unknown backend '%s' (auto, cpu or cuda)\n", backend);
         return VG_EXIT_USAGE;
     }
+    backend = tool_backend(backend);
 
     vg_layer layers[MAX_LAYERS];
     int nlayers = 0;
@@ -426,7 +429,7 @@ int cmd_replay(int argc, char **argv)
         fprintf(stderr, "voltgate replay: %s\n", vg_last_error());
         goto out;
     }
-    if (json && !write_json(json, wr.shapes_measured, serving, with_new, res, nreq)) {
+    if (json && !write_json(json, backend, wr.shapes_measured, serving, with_new, res, nreq)) {
         fprintf(stderr, "voltgate replay: cannot write %s\n", json);
         goto out;
     }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "tools.h"
 
 static const struct {
@@ -18,9 +19,34 @@ static const struct {
     {"plans", cmd_plans, "list the kernel plans of each backend"},
 };
 
+/* The Makefile passes the build id that runtime/lut.c stamps into LUTs. */
+#ifndef VG_BUILD_ID
+#define VG_BUILD_ID "voltgate (unknown build)"
+#endif
+
+const char *tool_build_id(void)
+{
+    return VG_BUILD_ID;
+}
+
+const char *tool_backend(const char *asked)
+{
+    if (strcmp(asked, "auto") != 0) {
+        printf("backend: %s\n", asked);
+        return asked;
+    }
+    int count = 0;
+    const int cuda = vg_cuda_device_count(&count) == VG_OK && count > 0;
+    printf("backend: %s (auto: %s)\n", cuda ? "cuda" : "cpu",
+           cuda ? "a CUDA device is present" : "no CUDA device");
+    fflush(stdout);
+    return cuda ? "cuda" : "cpu";
+}
+
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: voltgate <command> [options]   (voltgate <command> --help)\n\n");
+    fprintf(out, "usage: voltgate <command> [options]   (voltgate <command> --help)\n"
+                 "       voltgate --version | -V\n\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
 }
@@ -30,6 +56,10 @@ int main(int argc, char **argv)
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+        printf("%s\n", tool_build_id());
+        return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0)

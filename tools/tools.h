@@ -13,4 +13,28 @@ int cmd_bench(int argc, char **argv);   /* tools/cmd_bench.c */
 int cmd_replay(int argc, char **argv);  /* tools/cmd_replay.c */
 int cmd_plans(int argc, char **argv);   /* tools/cmd_plans.c */
 
+/* "voltgate <git describe>" of this build (tools/main.c): `voltgate
+ * --version` prints it and every JSON the program writes carries it as
+ * "build". */
+const char *tool_build_id(void);
+
+/* Every command's default --backend is "auto": cuda when a CUDA device is
+ * present, else cpu.  tool_backend() resolves "auto" (other names come back
+ * as given) and prints the command's first line, "backend: NAME" (with why,
+ * for auto), so that the output says what ran. */
+const char *tool_backend(const char *asked);
+
+/* One progress line on stderr, "what: TEXT, N s", redrawn in place at most
+ * ten times a second (force: now), only when stderr is a terminal
+ * (tools/progress.c); tool_progress_end() clears it. */
+typedef struct tool_progress {
+    int on;
+    const char *what;
+    double start, last;
+} tool_progress;
+void tool_progress_start(tool_progress *p, const char *what);
+void tool_progress_show(tool_progress *p, int force, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void tool_progress_end(tool_progress *p);
+
 #endif

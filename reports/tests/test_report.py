@@ -250,6 +250,39 @@ class Verdict(ReportCase):
         self.assertNotIn("git bisect", out)
         self.assertIn("the latest run is of bbbbbbb with uncommitted changes", out)
 
+    def test_a_baseline_sharing_no_row_compares_nothing_and_exits_2(self):
+        # Another backend's rows, or a synthetic history: a nightly must not
+        # go green with "no regression, 0 rows tested".
+        self.put_record("a", 0, {"x": noisy(1, 10)}, golden={"c1": "PASS"})
+        self.put_record("b", 60, {"y": noisy(2, 10)}, golden={"c2": "PASS"})
+        rc, out, err = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("nothing compared: the baseline", out)
+        self.assertNotIn("no regression", out)
+        with open(os.path.join(self.out, "index.html")) as f:
+            self.assertIn("nothing compared", f.read())
+        # One shared golden row is a comparison.
+        self.put_record("c", 120, {"z": noisy(3, 10)}, golden={"c2": "PASS"})
+        rc, out, _ = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 0, out)
+        self.assertIn("no regression", out)
+
+    def test_the_bisect_threshold_is_never_under_the_rows_own_spread(self):
+        # x's median moved 25 % between runs of no consequence; a 40 % slowdown
+        # bisected at half of it (20 %) would call noise a bad commit.
+        self.put_record("a", 0, {"x": noisy(1, 10)})
+        self.put_record("b", 60, {"x": noisy(2, 12.5)})
+        self.put_record("c", 120, {"x": noisy(3, 10)})
+        self.put_record("d", 180, {"x": noisy(4, 14)})
+        rc, out, _ = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 1, out)
+        m = re.search(r"--max-regression ([\d.]+)% ", out)
+        self.assertIsNotNone(m, out)
+        self.assertGreaterEqual(float(m.group(1)), 24.0, out)
+        self.assertLess(float(m.group(1)), 40.0, out)
+        self.assertIn("its own spread sets it", out)
+        self.assertIn("its median moved", out)
+
     def test_the_bisect_step_measures_the_row_as_regress_did(self):
         row = {"kind": "kernel", "backend": "cuda", "family": "awq", "name": "n4096k4096/dense/awq/m1/tune=off"}
         self.assertEqual(report._bench_cmd_for(row), "{build}/bin/voltgate bench --backend cuda --family awq "
@@ -313,6 +346,13 @@ class Files(ReportCase):
         for want in ("bandwidth-cuda.png", "golden-rel_rms.png", "golden-headroom.png", "replay.png", "coverage.png"):
             self.assertIn(want, pngs)
         self.assertTrue(any(n.startswith("history-") for n in pngs))
+        # Each kernel trend has its bandwidth fraction trend beside it.
+        self.assertTrue(any(n.startswith("history-cuda-kernel-") and n.endswith("-bw.png") for n in pngs))
+        # A regressed row links to its trend plot, which the page holds.
+        links = re.findall(r"<a href='#(plot-history-[^']+)'>", page)
+        self.assertTrue(links, "no regressed row links to its trend")
+        for anchor in links:
+            self.assertIn(f"id='{anchor}'", page)
         for png in pngs:                           # every plot is a real PNG the page shows
             with open(os.path.join(self.out, png), "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")

@@ -11,6 +11,41 @@
 
 #include "kernels.h"
 
+/* The group and test that run now, for vgtest_skip_reason(): cmocka does not
+ * tell a test its name, so every test goes through name_then_setup(). */
+static const char *current_group = "?";
+static const char *current_test = "?";
+
+/* Each wrapped test's initial state is its original entry: note its name,
+ * then hand over the original initial state and setup. */
+static int name_then_setup(void **state)
+{
+    const struct CMUnitTest *original = *state;
+    current_test = original->name;
+    *state = original->initial_state;
+    return original->setup_func ? original->setup_func(state) : 0;
+}
+
+void vgtest_skip_reason(const char *fmt, ...)
+{
+    char reason[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof reason, fmt, ap);
+    va_end(ap);
+    /* One line per skip in the log: no tab or newline inside the reason. */
+    for (char *c = reason; *c; c++)
+        if (*c == '\t' || *c == '\n' || *c == '\r')
+            *c = ' ';
+    print_message("skipped: %s\n", reason);
+    const char *log_path = getenv("VGTEST_SKIP_LOG");
+    FILE *log = log_path && *log_path ? fopen(log_path, "a") : NULL;
+    if (log) {
+        fprintf(log, "%s\t%s\t%s\n", current_group, current_test, reason);
+        fclose(log);
+    }
+}
+
 int vgtest_main(const char *group, const struct CMUnitTest *tests, size_t n, int argc,
                 char **argv)
 {
@@ -25,7 +60,20 @@ int vgtest_main(const char *group, const struct CMUnitTest *tests, size_t n, int
             return 2;
         }
     }
-    return _cmocka_run_group_tests(group, tests, n, NULL, NULL);
+    struct CMUnitTest *wrapped = calloc(n ? n : 1, sizeof *wrapped);
+    if (!wrapped) {
+        fprintf(stderr, "%s: out of memory\n", argv[0]);
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        wrapped[i] = tests[i];
+        wrapped[i].setup_func = name_then_setup;
+        wrapped[i].initial_state = (void *)&tests[i];
+    }
+    current_group = group;
+    int failed = _cmocka_run_group_tests(group, wrapped, n, NULL, NULL);
+    free(wrapped);
+    return failed;
 }
 
 void vgtest_assert_near_impl(double x, double want, double tol, const char *expr,

@@ -27,16 +27,26 @@ int vgtest_main(const char *group, const struct CMUnitTest *tests, size_t n, int
 void vgtest_assert_near_impl(double x, double want, double tol, const char *expr,
                              const char *file, int line);
 
+/* Skips the running test and says why: "skipped: REASON" on stdout and a
+ * line "GROUP<TAB>TEST<TAB>REASON" appended to $VGTEST_SKIP_LOG, from which
+ * suites/run.py puts the reason into the JUnit <skipped message=...>.  A bare
+ * cmocka skip() has no reason, and the runner reports it as a skip without
+ * one. */
+#define vgtest_skip(...)                   \
+    do {                                   \
+        vgtest_skip_reason(__VA_ARGS__);   \
+        skip();                            \
+    } while (0)
+void vgtest_skip_reason(const char *fmt, ...) CMOCKA_PRINTF_ATTRIBUTE(1, 2);
+
 /* Non-zero when a CUDA device is present and the build has CUDA.  GPU tests
  * call VGTEST_REQUIRE_CUDA() first: without a device they are reported as
  * skipped ("skipped: no CUDA device"), never as passed. */
 int vgtest_have_cuda(void);
-#define VGTEST_REQUIRE_CUDA()                                \
-    do {                                                     \
-        if (!vgtest_have_cuda()) {                           \
-            print_message("skipped: no CUDA device\n");      \
-            skip();                                          \
-        }                                                    \
+#define VGTEST_REQUIRE_CUDA()                   \
+    do {                                        \
+        if (!vgtest_have_cuda())                \
+            vgtest_skip("no CUDA device");      \
     } while (0)
 
 /* The whole file at path (malloc'ed, one NUL byte past *len); fails the

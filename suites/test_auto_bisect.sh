@@ -1,0 +1,60 @@
+#!/bin/bash
+# ci/nightly --bisect's bisect (ci/auto-bisect) names a planted slow commit.
+#
+# A throwaway repository (as reports/BISECT.md does by hand, and
+# test_bisect.sh): a tiny shell "kernel" whose time per call is in
+# kernel.conf, a build script and a fake bench writing the bench JSON:
+#
+#   c1 good   c2 comment   c3 does not build   c4 fixes the build
+#   c5 SLOW (10 -> 13 us)   c6 comment   c7 comment
+#
+# Records of c2 and c7 (reports/record.py) make report.py flag the row and
+# print its bisect; auto-bisect runs it (with this repository's build and
+# bench through bisect-step's hooks, a build failure a skip) and must name
+# c5, within the step bound; with a bound of one step it names none; the
+# page then shows the commit (report.py --first-bad, as the nightly runs it).
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+py=${PYTHON:-/usr/bin/python3}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vg-auto-bisect-test.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+repo="$tmp/repo"
+. "$here/suites/common/kernel_repo.sh"
+kernel_repo "$repo" || exit 1
+printf 'DELAY_US=10\n' > kernel.conf;                 c1=$(commit "c1: kernel")
+echo "# tuned" >> kernel.conf;                        c2=$(commit "c2: comment")
+sed -i 's/^DELAY_US=10$/DELAY_US=1O/' kernel.conf;    c3=$(commit "c3: typo, does not build")
+sed -i 's/^DELAY_US=1O$/DELAY_US=10/' kernel.conf;    c4=$(commit "c4: fix the build")
+sed -i 's/^DELAY_US=10$/DELAY_US=13/' kernel.conf;    c5=$(commit "c5: planted slow commit")
+echo "# more" >> kernel.conf;                         c6=$(commit "c6: comment")
+echo "# last" >> kernel.conf;                         c7=$(commit "c7: comment")
+for at in "$c2" "$c7"; do
+    git checkout -q "$at"
+    sh build.sh "$tmp/build" && sh bench.sh "$tmp/build" "$tmp/bench.json" &&
+        "$py" "$here/reports/record.py" --bench-json "$tmp/bench.json" --history "$tmp/history" --repo "$repo" \
+            >/dev/null || { echo "record of ${at:0:7} failed"; exit 1; }
+done
+git checkout -q main
+"$py" "$here/reports/report.py" --history "$tmp/history" --out "$tmp/html" --targets none >"$tmp/report.txt" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q "git bisect run /tmp/bisect-step --baseline-record" "$tmp/report.txt" ||
+    { echo "report.py: exit $rc, want 1 with a bisect: $(tail -5 "$tmp/report.txt")"; exit 1; }
+hooks="--build $tmp/build-bisect --build-cmd 'sh build.sh {build}' --bench-cmd 'sh bench.sh {build} {json}'"
+"$py" "$here/ci/auto-bisect" "$tmp/report.txt" --step-args "$hooks" --summary "$tmp/first-bad.txt" >"$tmp/bisect.log" 2>&1
+rc=$?
+[ $rc = 0 ] && grep -q "^auto-bisect: first bad commit: $c5 c5: planted slow commit$" "$tmp/bisect.log" ||
+    { echo "auto-bisect: exit $rc, want c5 ${c5:0:7} named:"; cat "$tmp/bisect.log"; exit 1; }
+[ "$(git rev-parse HEAD)" = "$(git rev-parse main)" ] && ! git bisect log >/dev/null 2>&1 ||
+    { echo "auto-bisect left the checkout bisecting"; exit 1; }
+"$py" "$here/ci/auto-bisect" "$tmp/report.txt" --step-args "$hooks" --max-steps 1 >"$tmp/short.log" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q "no first bad commit within 1 steps" "$tmp/short.log" ||
+    { echo "auto-bisect --max-steps 1: exit $rc, want 1: $(cat "$tmp/short.log")"; exit 1; }
+first=$(sed 's/^auto-bisect: first bad commit: //' "$tmp/first-bad.txt")
+"$py" "$here/reports/report.py" --history "$tmp/history" --out "$tmp/html" --targets none --first-bad "$first" \
+    >/dev/null 2>&1
+grep -q "First bad commit (ci/nightly --bisect ran it): $c5 c5: planted slow commit" "$tmp/html/index.html" ||
+    { echo "the page does not name the first bad commit"; exit 1; }
+grep -q -- '--bisect' "$here/ci/nightly" && grep -q 'ci/auto-bisect' "$here/ci/nightly" ||
+    { echo "ci/nightly does not run ci/auto-bisect on --bisect"; exit 1; }
+echo "auto-bisect named c5 ($(grep -c '^auto-bisect: step' "$tmp/bisect.log") steps, c3 skipped when met)"
