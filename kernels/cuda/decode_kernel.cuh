@@ -97,9 +97,10 @@ struct DecodeCfg {
      * post-scale, two more scales per step: a plan whose W
      * registers, sums, scales and ~56 others come near the 128-register
      * cap (fp8 with 16 tokens or 4 steps in flight, awq, mxfp4) keeps 12
-     * warps per SM instead of 16, or 8 past 160, rather than spill.  8
-     * warps still hold 32 KB or more of W per SM, against the ~7 KB a
-     * V100 needs in flight. */
+     * warps per SM instead of 16, or 8 past 160, rather than spill (in
+     * whole blocks: an 8-warp plan keeps one block, 8 warps, once past
+     * 120).  8 warps still hold 32 KB or more of W per SM, against the
+     * ~7 KB a V100 needs in flight. */
     static constexpr int kRegEstimate = UW * NI * 4 * kWords + NI * MT * 8 * (Deq::kPostScale ? 2 : 1) +
                                         (Deq::kPostScale && !Deq::kPostPerBlock ? UW * NI * 2 : 0) + 56;
     static constexpr int kMinBlocks =
