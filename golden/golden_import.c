@@ -1026,7 +1026,7 @@ static vg_status detect(imp *im, const char *base, char *tensor, size_t tlen)
             tensor[bl - 7] = '\0'; /* these formats' tensors hang off the module prefix */
         return VG_OK;
     }
-    char cfg[160] = "";
+    char cfg[256] = "";
     if (q->method[0])
         snprintf(cfg, sizeof cfg, "; %s quant_method %s%s%s", q->where, q->method,
                  q->checkpoint_format[0] ? ", checkpoint_format " : "", q->checkpoint_format);
