@@ -440,9 +440,10 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
 #pragma unroll
                     for (int m = 0; m < MT; m++)
 #pragma unroll
-                        for (int s = 0; s < 4; s++)
-                            mma884(Deq::kPostScale ? t[0][j][m] : acc[j][m], a[2 * s], a[2 * s + 1],
-                                   b[cc][m][2 * s], b[cc][m][2 * s + 1]);
+                        for (int s = 0; s < 4; s++) {
+                            float *d = Deq::kPostScale ? t[0][j][m] : acc[j][m];
+                            mma884(d, d + 4, a[2 * s], a[2 * s + 1], b[cc][m][2 * s], b[cc][m][2 * s + 1]);
+                        }
                 }
         }
 #else

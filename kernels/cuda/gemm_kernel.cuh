@@ -139,15 +139,17 @@ static __device__ __forceinline__ void cp_async_wait()
  * of B, four consecutive K each (a0/b0: K 0,1; a1/b1: K 2,3), and D's
  * elements j = 0..7 at row (lane&1) + (j&2) + 4*(lane>=16), column
  * (j&4) + (lane&2) + (j&1).  The four quadpairs are independent products.
- * Only SM70 runs it at speed (later archs emulate it). */
-static __device__ __forceinline__ void mma884(float d[8], uint32_t a0, uint32_t a1, uint32_t b0, uint32_t b1)
+ * Only SM70 runs it at speed (later archs emulate it).  D elements 0-3 are
+ * d0[], 4-7 d1[]: the tiled kernel keeps them in two 4-float fragments. */
+static __device__ __forceinline__ void mma884(float d0[4], float d1[4], uint32_t a0, uint32_t a1,
+                                              uint32_t b0, uint32_t b1)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
     asm volatile(
         "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%0,%1,%2,%3,%4,%5,%6,%7}, "
         "{%8,%9}, {%10,%11}, {%0,%1,%2,%3,%4,%5,%6,%7};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-          "+f"(d[7])
+        : "+f"(d0[0]), "+f"(d0[1]), "+f"(d0[2]), "+f"(d0[3]), "+f"(d1[0]), "+f"(d1[1]), "+f"(d1[2]),
+          "+f"(d1[3])
         : "r"(a0), "r"(a1), "r"(b0), "r"(b1));
 #endif
 }
@@ -217,7 +219,7 @@ static __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4],
             bv0 = hi ? w0 : u0;
             bv1 = hi ? w1 : u1;
         }
-        mma884(d, av0, av1, bv0, bv1);
+        mma884(d, d + 4, av0, av1, bv0, bv1);
     }
     /* d holds rows 8*mh + (lane&1) + (j&2) (+4 upper), cols (j&4)+(lane&2)+(j&1)
      * of this quadpair's K half; quadpair p^2 holds the other K half. */
@@ -511,9 +513,13 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
                     for (int s = 0; s < 4; s++)
 #pragma unroll
                         for (int i = 0; i < MI; i++) {
-                            float *d = Deq::kPostScale ? &tmp[Deq::kPostScale ? i : 0][Deq::kPostScale ? 2 * jp : 0][0]
-                                                       : &acc[i][2 * jp][0];
-                            mma884(d, xa[i][2 * s], xa[i][2 * s + 1], b[2 * s], b[2 * s + 1]);
+                            /* D's two halves: the pair's two 8-column tiles */
+                            if constexpr (Deq::kPostScale)
+                                mma884(tmp[i][2 * jp], tmp[i][2 * jp + 1], xa[i][2 * s], xa[i][2 * s + 1],
+                                       b[2 * s], b[2 * s + 1]);
+                            else
+                                mma884(acc[i][2 * jp], acc[i][2 * jp + 1], xa[i][2 * s], xa[i][2 * s + 1],
+                                       b[2 * s], b[2 * s + 1]);
                         }
                 }
             }
