@@ -150,6 +150,32 @@ static __device__ __forceinline__ void ldg_words(const uint8_t *p, uint32_t out[
 #endif
 }
 
+/* 16 FP16 of X at p (16-byte aligned, shared memory) as eight pairs in the
+ * order Deq::decode_words puts the weight's (dequant.cuh, VgPairs), so
+ * that pair register s of X meets pair register s of W in an MMA. */
+template <int kPairs>
+static __device__ __forceinline__ void x_in_pairs(const uint16_t *p, uint32_t out[8])
+{
+    const uint4 *xp = reinterpret_cast<const uint4 *>(p);
+#pragma unroll
+    for (int t = 0; t < 2; t++) {
+        const uint4 v = xp[t];
+        if constexpr (kPairs == VG_PAIRS_NIBBLE) {
+            out[4 * t] = __byte_perm(v.x, v.z, 0x5410u);
+            out[4 * t + 1] = __byte_perm(v.x, v.z, 0x7632u);
+            out[4 * t + 2] = __byte_perm(v.y, v.w, 0x5410u);
+            out[4 * t + 3] = __byte_perm(v.y, v.w, 0x7632u);
+        } else if constexpr (kPairs == VG_PAIRS_STRIDE2) {
+            out[4 * t] = __byte_perm(v.x, v.y, 0x5410u);
+            out[4 * t + 1] = __byte_perm(v.x, v.y, 0x7632u);
+            out[4 * t + 2] = __byte_perm(v.z, v.w, 0x5410u);
+            out[4 * t + 3] = __byte_perm(v.z, v.w, 0x7632u);
+        } else {
+            out[4 * t] = v.x, out[4 * t + 1] = v.y, out[4 * t + 2] = v.z, out[4 * t + 3] = v.w;
+        }
+    }
+}
+
 template <class Deq, int NI, int WK, int MT, int UU>
 __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMinBlocks)) vg_decode_kernel(const KParams p)
 {
@@ -410,27 +436,8 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
 #pragma unroll
             for (int cc = 0; cc < 2; cc++)
 #pragma unroll
-                for (int m = 0; m < MT; m++) {
-                    const uint4 *xp = reinterpret_cast<const uint4 *>(slot + xrow[m] + 64 * h + 16 * cc);
-#pragma unroll
-                    for (int t = 0; t < 2; t++) {
-                        const uint4 v = xp[t];
-                        if constexpr (Deq::kPairs == VG_PAIRS_NIBBLE) {
-                            b[cc][m][4 * t] = __byte_perm(v.x, v.z, 0x5410u);
-                            b[cc][m][4 * t + 1] = __byte_perm(v.x, v.z, 0x7632u);
-                            b[cc][m][4 * t + 2] = __byte_perm(v.y, v.w, 0x5410u);
-                            b[cc][m][4 * t + 3] = __byte_perm(v.y, v.w, 0x7632u);
-                        } else if constexpr (Deq::kPairs == VG_PAIRS_STRIDE2) {
-                            b[cc][m][4 * t] = __byte_perm(v.x, v.y, 0x5410u);
-                            b[cc][m][4 * t + 1] = __byte_perm(v.x, v.y, 0x7632u);
-                            b[cc][m][4 * t + 2] = __byte_perm(v.z, v.w, 0x5410u);
-                            b[cc][m][4 * t + 3] = __byte_perm(v.z, v.w, 0x7632u);
-                        } else {
-                            b[cc][m][4 * t] = v.x, b[cc][m][4 * t + 1] = v.y;
-                            b[cc][m][4 * t + 2] = v.z, b[cc][m][4 * t + 3] = v.w;
-                        }
-                    }
-                }
+                for (int m = 0; m < MT; m++)
+                    x_in_pairs<Deq::kPairs>(slot + xrow[m] + 64 * h + 16 * cc, b[cc][m]);
 #pragma unroll
             for (int j = 0; j < NI; j++)
 #pragma unroll
@@ -449,27 +456,8 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
 #else
             uint32_t b[MT][8];
 #pragma unroll
-            for (int m = 0; m < MT; m++) {
-                const uint4 *xp = reinterpret_cast<const uint4 *>(slot + xrow[m] + 64 * h);
-#pragma unroll
-                for (int t = 0; t < 2; t++) {
-                    const uint4 v = xp[t];
-                    /* X in the weight's pairs (dequant.cuh, VgPairs) */
-                    if constexpr (Deq::kPairs == VG_PAIRS_NIBBLE) {
-                        b[m][4 * t] = __byte_perm(v.x, v.z, 0x5410u);
-                        b[m][4 * t + 1] = __byte_perm(v.x, v.z, 0x7632u);
-                        b[m][4 * t + 2] = __byte_perm(v.y, v.w, 0x5410u);
-                        b[m][4 * t + 3] = __byte_perm(v.y, v.w, 0x7632u);
-                    } else if constexpr (Deq::kPairs == VG_PAIRS_STRIDE2) {
-                        b[m][4 * t] = __byte_perm(v.x, v.y, 0x5410u);
-                        b[m][4 * t + 1] = __byte_perm(v.x, v.y, 0x7632u);
-                        b[m][4 * t + 2] = __byte_perm(v.z, v.w, 0x5410u);
-                        b[m][4 * t + 3] = __byte_perm(v.z, v.w, 0x7632u);
-                    } else {
-                        b[m][4 * t] = v.x, b[m][4 * t + 1] = v.y, b[m][4 * t + 2] = v.z, b[m][4 * t + 3] = v.w;
-                    }
-                }
-            }
+            for (int m = 0; m < MT; m++)
+                x_in_pairs<Deq::kPairs>(slot + xrow[m] + 64 * h, b[m]);
 #pragma unroll
             for (int j = 0; j < NI; j++) {
                 uint32_t a0[8], a1[8];
