@@ -60,23 +60,6 @@ uint64_t vg_build_id(void)
     return h && h != LUT_UNSTAMPED ? h : 1;
 }
 
-uint64_t vg_planset_hash(const vg_backend_ops *ops)
-{
-    uint64_t h = vg_fnv1a64("voltgate-planset-v1;", 20, VG_FNV_OFFSET);
-    size_t count = ops->plan_count();
-    for (size_t i = 0; i < count; i++) {
-        const vg_plan *p = ops->plan_at(i);
-        if (!p)
-            continue;
-        char buf[256];
-        int n = snprintf(buf, sizeof buf, "%s;%d;%u;%d;%d;%d;%d;%d;%d;", p->id, (int)p->path,
-                         (unsigned)p->families, (int)p->tile_m, (int)p->tile_n, (int)p->tile_k,
-                         (int)p->stages, (int)p->split_k, (int)p->max_rows);
-        h = vg_fnv1a64(buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1, h);
-    }
-    return h && h != LUT_UNSTAMPED ? h : 1;
-}
-
 /* ---- path templates ----------------------------------------------------------- */
 
 static const char *const placeholders[] = {"device", "arch", "rank"};
