@@ -71,6 +71,10 @@ struct vg_config {
     char *lut_path;           /* f.gemm_lut_path points here */
 };
 
+/* gemm_lut_path templates: 1 when every {...} is {device}, {arch} or
+ * {rank}; else 0 and `why` says what is wrong. */
+int vg_lut_template_valid(const char *tmpl, char *why, size_t size);
+
 /* ---- dispatch cache (cache.c) ---------------------------------------------- */
 
 /* One cached plan for one number of rows of a series. */
@@ -354,13 +358,14 @@ struct vg_engine {
     pthread_cond_t idle;
     vg_engine *next;
 };
+/* VG_OK when e is an engine handle (open or closed), else
+ * VG_ERR_INVALID_ARG naming fn. */
+vg_status vg_engine_check(const vg_engine *e, const char *fn);
 /* 1 and the engine counted in flight, or 0 (closed: vg_fail set). */
 int vg_engine_acquire(vg_engine *e);
 void vg_engine_release(vg_engine *e);
 /* Device close: closes and frees every engine of the device. */
 void vg_engines_destroy(vg_device *dev);
-/* warmup.c: the warm-up calls of `layers` (inside whatever is entered). */
-vg_status vg_warm_layers(vg_device *dev, const vg_layer *layers, int n, vg_warmup_report *r);
 
 
 /* The trace line of one decision. */
@@ -389,9 +394,6 @@ extern void (*vg_lut_before_rename_hook)(const char *tmp_path);
  * compile date and time of lut.c), never 0. */
 uint64_t vg_build_id(void);
 
-/* gemm_lut_path templates: 1 when every {...} is {device}, {arch} or
- * {rank}; else 0 and `why` says what is wrong. */
-int vg_lut_template_valid(const char *tmpl, char *why, size_t size);
 /* Expands the placeholders for dev: {device} = ordinal, {arch} = "cpu" or
  * "sm<arch>", {rank} = the rank of the device's communicator (0 without). */
 vg_status vg_lut_expand_path(vg_device *dev, const char *tmpl, char *out, size_t size);
@@ -415,10 +417,11 @@ vg_status vg_lut_export_tuning(vg_device *dev, vg_tuning *t, const char *path,
 /* The partitions of `policies` (NULL: all) of one tuning state. */
 vg_status vg_lut_export_policies(vg_device *dev, vg_tuning *t, const char *path,
                                  const uint64_t *policies, size_t npolicies);
-/* warmup.c: expand, prepare and import cfg's gemm_lut_path (see there). */
-vg_status vg_warmup_lut_begin(vg_device *dev, vg_tuning *t, const vg_config *cfg,
-                              const uint64_t *policies, size_t npolicies, char *path,
-                              size_t size, vg_lut_report *lr);
+/* Expands, prepares and imports cfg's gemm_lut_path for a warm-up or an
+ * engine (see there). */
+vg_status vg_lut_begin_for_config(vg_device *dev, vg_tuning *t, const vg_config *cfg,
+                                  const uint64_t *policies, size_t npolicies, char *path,
+                                  size_t size, vg_lut_report *lr);
 
 /* ---- warm-up buffers (warmup.c), shared with the replay tool ------------------ */
 /* Device buffers for one layer: synthetic non-zero weights of every group,
