@@ -167,14 +167,7 @@ vg_status vg_engine_tuning_state(vg_engine *e, vg_tuning_state *out)
         return vg_fail(VG_ERR_INVALID_ARG, "vg_engine_tuning_state: out is NULL");
     if (!vg_engine_acquire(e))
         return VG_ERR_STATE;
-    vg_tuning *t = &e->tuning;
-    pthread_mutex_lock(&t->state_lock);
-    out->frozen = atomic_load(&t->frozen);
-    out->measured_total = atomic_load(&t->measured_total);
-    out->measured_before_freeze = out->frozen ? t->measured_before_freeze : out->measured_total;
-    out->measured_after_freeze = t->measured_after_freeze;
-    pthread_mutex_unlock(&t->state_lock);
-    out->cache_entries = vg_cache_entries(&t->cache);
+    vg_tuning_read_state(&e->tuning, out);
     vg_engine_release(e);
     return VG_OK;
 }

@@ -165,6 +165,8 @@ int vg_tuning_measure_begin(vg_tuning *t);
 vg_status vg_tuning_measure_end(vg_tuning *t, const vg_cache_key *key, const vg_plan *plan,
                                 double time_us);
 vg_status vg_tuning_freeze(vg_tuning *t);
+/* The counters, the freeze and the cache size, read as one snapshot. */
+void vg_tuning_read_state(vg_tuning *t, vg_tuning_state *out);
 
 /* ---- trace (trace.c) -------------------------------------------------------- */
 typedef struct vg_trace {

@@ -60,6 +60,21 @@ uint64_t vg_build_id(void)
     return h && h != LUT_UNSTAMPED ? h : 1;
 }
 
+/* The folder that holds path ("." for a bare name, "/" at the root) into
+ * dir; 0 when path does not fit (dir then holds it cut). */
+static int parent_folder(const char *path, char *dir, size_t size)
+{
+    int fits = snprintf(dir, size, "%s", path) < (int)size;
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, size, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    return fits;
+}
+
 /* ---- path templates (checked by config.c) ----------------------------------- */
 
 vg_status vg_lut_expand_path(vg_device *dev, const char *tmpl, char *out, size_t size)
@@ -104,15 +119,8 @@ vg_status vg_lut_expand_path(vg_device *dev, const char *tmpl, char *out, size_t
 vg_status vg_lut_prepare_path(const char *path)
 {
     char dir[4200];
-    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+    if (!parent_folder(path, dir, sizeof dir))
         return vg_fail(VG_ERR_INVALID_ARG, "gemm_lut_path %s: path too long", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
     /* mkdir -p, one component at a time. */
     for (char *p = dir + 1; ; p++) {
         if (*p == '/' || *p == '\0') {
@@ -247,14 +255,7 @@ static vg_status write_all(int fd, const char *buf, size_t len, const char *path
 static void sync_parent(const char *path)
 {
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
+    parent_folder(path, dir, sizeof dir);   /* best effort, as the sync itself */
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0) {
         fsync(fd);
