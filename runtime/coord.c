@@ -5,13 +5,14 @@
  * The communicator of a device lives in a small side table here rather than
  * in struct vg_device, so that the device, the decision and the cache know
  * nothing of it: vg_gemm() (gemm.c) makes one call (vg_coord_decide) after
- * the decision, and only when the policy asks for coordination.  The rules,
- * the candidate list and the timing loop are the decision's (decision.c):
- * this file adds only the agreement, so ranks never apply different rules.
- * Entries are
- * never freed, only detached and reused: a call that looked an entry up can
- * never find it freed under it, and the table stays as small as the number
- * of devices that ever had a communicator.
+ * the decision, and only when the policy asks for coordination.  Entries
+ * are never freed, only detached and reused: a call that looked an entry up
+ * can never find it freed under it, and the table stays as small as the
+ * number of devices that ever had a communicator.
+ *
+ * The rules, the candidate list and the timing loop are the decision's
+ * (decision.c): this file adds only the agreement, so that a rule changed
+ * there changes every rank alike.
  *
  * One round, on every rank alike:
  *
@@ -52,16 +53,6 @@
 #define MAX_CANDIDATES 256
 /* Hashes are sent in 62 bits so that their negation fits an int64. */
 #define HASH_MASK ((UINT64_C(1) << 62) - 1)
-
-static const char *permit_name(int permit)
-{
-    switch (permit) {
-    case VG_PERMIT_TUNING_OFF: return "tuning-off";
-    case VG_PERMIT_FROZEN: return "frozen";
-    case VG_PERMIT_CAPTURING: return "capturing";
-    }
-    return "none";
-}
 
 /* ---- the side table -------------------------------------------------------- */
 
@@ -204,8 +195,8 @@ static int64_t candidates_hash(vg_device *dev, const vg_plan *const *plans, size
 
 static void trace_round(vg_device *dev, const coord_entry *e, const char *op,
                         const vg_gemm_args *args, const vg_choice *c, uint64_t policy,
-                        const char *outcome, int refused_by, int permit, const vg_plan *local_best,
-                        double slowest_us)
+                        const char *outcome, int refused_by, vg_measure_permit permit,
+                        const vg_plan *local_best, double slowest_us)
 {
     if (!vg_trace_on(&dev->trace))
         return;
@@ -216,7 +207,7 @@ static void trace_round(vg_device *dev, const coord_entry *e, const char *op,
                   e->comm.rank, e->comm.size, op, vg_family_name(args->w.family),
                   vg_path_name(c->path), (int)args->m, (int)args->w.n, (int)args->w.k,
                   (int)args->w.groups, policy, outcome, vg_decision_name(c->decision),
-                  c->plan ? c->plan->id : "none", refused_by, permit_name(permit),
+                  c->plan ? c->plan->id : "none", refused_by, vg_permit_name(permit),
                   local_best ? local_best->id : "none", slowest_us, e->stats.all_frozen);
 }
 
@@ -339,10 +330,10 @@ static vg_status round_locked(vg_device *dev, coord_entry *e, const char *op,
     if (v[1] == 1)
         e->stats.all_frozen = 1;
 
-    int group_permit = (int)(v[0] >> RANK_BITS);
+    int64_t group_code = v[0] >> RANK_BITS;
     int refused_by = (int)(v[0] & RANK_MASK);
     *handled = 1;
-    if (group_permit == VG_PERMIT_MEASURE)
+    if (group_code == VG_PERMIT_MEASURE)
         return measure_together(dev, e, op, args, c, winner_us, plans, ncand);
 
     /* Someone cannot measure: nobody does, and every rank applies the
@@ -356,10 +347,11 @@ static vg_status round_locked(vg_device *dev, coord_entry *e, const char *op,
         [VG_PERMIT_FROZEN] = VG_REASON_COORD_RANK_FROZEN,
         [VG_PERMIT_CAPTURING] = VG_REASON_COORD_RANK_CAPTURING,
     };
-    if (group_permit < 0 || group_permit >= VG_PERMIT_MEASURE)
-        group_permit = VG_PERMIT_FROZEN;
+    vg_measure_permit group_permit = group_code >= 0 && group_code < VG_PERMIT_MEASURE
+                                         ? (vg_measure_permit)group_code
+                                         : VG_PERMIT_FROZEN;
     vg_reason why = why_of[group_permit];
-    st = vg_decide_refused(dev, args, c, (vg_measure_permit)group_permit, why, why);
+    st = vg_decide_refused(dev, args, c, group_permit, why, why);
     if (st == VG_OK)
         trace_round(dev, e, op, args, c, c->key.policy, "refused", refused_by, group_permit, NULL,
                     0.0);

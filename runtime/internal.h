@@ -238,6 +238,11 @@ int vg_device_capturing(vg_device *dev, void *stream);
  * workspace when args->workspace is NULL and growing it outside capture. */
 vg_status vg_device_launch(vg_device *dev, const vg_plan *p, const vg_gemm_args *args);
 
+/* Times one plan with the scripted timer or the backend's, using the device
+ * workspace when args has none.  No trace: the measurement writes it. */
+vg_status vg_device_time_plan(vg_device *dev, const vg_plan *p, const vg_gemm_args *args,
+                              double *us, vg_timer_info *how);
+
 /* Test hook for the capture refusal on the cpu backend. */
 vg_status vg_device_test_set_capturing(vg_device *dev, int capturing);
 /* Measurement repetitions (defaults per backend). */
@@ -280,6 +285,10 @@ typedef enum vg_measure_permit {
     VG_PERMIT_MEASURE = 3
 } vg_measure_permit;
 
+/* The refusal a vg-trace-coord line names (reason=): "tuning-off",
+ * "frozen", "capturing", or "none" for MEASURE. */
+const char *vg_permit_name(vg_measure_permit p);
+
 /* What vg_dispatch_decide() found, before any measurement. */
 typedef struct vg_choice {
     vg_decision decision;     /* MEASURE means "measure now", plan NULL */
@@ -291,11 +300,6 @@ typedef struct vg_choice {
     vg_cache_key key;
     vg_tuning *tuning;        /* whose measured set: the device's or an engine's */
 } vg_choice;
-
-/* Times one plan with the scripted timer or the backend's, using the device
- * workspace when args has none.  No trace: the measurement writes it. */
-vg_status vg_device_time_plan(vg_device *dev, const vg_plan *p, const vg_gemm_args *args,
-                              double *us, vg_timer_info *how);
 
 /* The decision alone: reroute, limits, cache lookup, freeze and capture
  * checks.  No measurement, no launch, no trace: vg_gemm() calls it first,
@@ -368,7 +372,6 @@ int vg_engine_acquire(vg_engine *e);
 void vg_engine_release(vg_engine *e);
 /* Device close: closes and frees every engine of the device. */
 void vg_engines_destroy(vg_device *dev);
-
 
 /* The trace line of one decision. */
 void vg_trace_decision(vg_device *dev, const char *op, const vg_gemm_args *args,

@@ -140,6 +140,17 @@ const char *vg_reason_name(vg_reason r)
     return (unsigned)r < VG_REASON_COUNT && reason_names[r] ? reason_names[r] : "unknown";
 }
 
+const char *vg_permit_name(vg_measure_permit p)
+{
+    switch (p) {
+    case VG_PERMIT_TUNING_OFF: return "tuning-off";
+    case VG_PERMIT_FROZEN: return "frozen";
+    case VG_PERMIT_CAPTURING: return "capturing";
+    case VG_PERMIT_MEASURE: break;
+    }
+    return "none";
+}
+
 void vg_trace_decision(vg_device *dev, const char *op, const vg_gemm_args *args,
                        const vg_choice *c, uint64_t policy_hash)
 {

@@ -214,7 +214,8 @@ vg_status vg_warmup(vg_device *dev, const vg_config *cfg, const vg_layer *layers
     size_t nh = vg_policy_hashes(&pol, hashes);
     char lut[4200];
     vg_lut_report lr;
-    vg_status st = vg_lut_begin_for_config(dev, &dev->tuning, cfg, hashes, nh, lut, sizeof lut, &lr);
+    vg_status st =
+        vg_lut_begin_for_config(dev, &dev->tuning, cfg, hashes, nh, lut, sizeof lut, &lr);
     if (st != VG_OK)
         return st;
 

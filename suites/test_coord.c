@@ -137,14 +137,18 @@ static double timer(const vg_plan *plan, const vg_gemm_args *a, void *user)
 }
 
 /* Brute force: the candidate whose slowest rank is fastest (first on a tie,
- * a NaN on any rank disqualifies); *slowest its time.  NULL if none. */
-static const vg_plan *expected(int mode, int size, int32_t rows, double *slowest)
+ * a NaN on any rank disqualifies) among those `keep` accepts (NULL: all);
+ * *slowest its time.  NULL if none. */
+static const vg_plan *expected_among(int mode, int size, int32_t rows,
+                                     int (*keep)(const vg_plan *), double *slowest)
 {
     const vg_plan *c[64];
     size_t n = cands(VG_PATH_DENSE, rows, c);
     const vg_plan *best = NULL;
     double best_us = 0.0;
     for (size_t i = 0; i < n; i++) {
+        if (keep && !keep(c[i]))
+            continue;
         double worst = 0.0;
         for (int r = 0; r < size; r++) {
             double us = script_us(mode, r, size, i, n, rows);
@@ -159,6 +163,11 @@ static const vg_plan *expected(int mode, int size, int32_t rows, double *slowest
     if (slowest)
         *slowest = best_us;
     return best;
+}
+
+static const vg_plan *expected(int mode, int size, int32_t rows, double *slowest)
+{
+    return expected_among(mode, size, rows, NULL, slowest);
 }
 
 /* ---- one rank ------------------------------------------------------------------------- */
@@ -297,6 +306,7 @@ static void assert_ok(const rank_state *r)
 
 /* ---- tests ------------------------------------------------------------------------------ */
 
+/* What per_family.fp8.tiles_within_scale_block keeps. */
 static int in_scale_block(const vg_plan *p)
 {
     return p->tile_n > 0 && p->tile_k > 0 && 128 % p->tile_n == 0 && 128 % p->tile_k == 0;
@@ -318,21 +328,8 @@ static void coordinated_round_keeps_tiles_within_scale_block(void **state)
             rows = t;
     }
     assert_true(rows > 0);
-    const vg_plan *c[64];
-    size_t n = cands(VG_PATH_DENSE, rows, c);
-    const vg_plan *want = NULL;
     double want_us = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        if (!in_scale_block(c[i]))
-            continue;
-        double worst = 0.0;
-        for (int r = 0; r < SIZE; r++)
-            worst = fmax(worst, script_us(MODE_DISAGREE, r, SIZE, i, n, rows));
-        if (!want || worst < want_us) {
-            want = c[i];
-            want_us = worst;
-        }
-    }
+    const vg_plan *want = expected_among(MODE_DISAGREE, SIZE, rows, in_scale_block, &want_us);
     assert_non_null(want);
     group G;
     group_open(&G, SIZE, MODE_DISAGREE, CFG_COORD_IN_BLOCK);
@@ -772,7 +769,7 @@ static void set_comm_checks(void **state)
     assert_int_equal(cs.attached, 0);
     assert_int_equal(vg_device_set_comm(dev, NULL), VG_OK);   /* detaching twice is fine */
 
-    /* A closed device's communicator is forgotten (device.c calls this). */
+    /* A closed device's communicator is forgotten (vg_device_close calls this). */
     assert_int_equal(vg_device_set_comm(dev, &ok), VG_OK);
     vg_coord_device_closed(dev);
     assert_int_equal(vg_device_coord_stats(dev, &cs), VG_OK);
