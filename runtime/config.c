@@ -10,7 +10,9 @@
  *    "gemm_lut_path":null}
  *
  * gemm_lut_path may hold the placeholders {device}, {arch} and {rank}
- * (lut.c expands them); any other {...} is refused here, naming the field.
+ * (lut.c expands them); any other {...} is refused here, naming the field
+ * (vg_lut_template_valid, which lut.c calls again on the template it is
+ * given).
  *
  * Every key is optional (a missing key keeps its default).  An unknown key,
  * a wrong type, a duplicate key or a value out of range is VG_ERR_CONFIG
@@ -29,6 +31,39 @@
 
 /* Longest gemm_lut_path accepted (PATH_MAX less the ".tmp.<pid>" suffix). */
 #define VG_LUT_PATH_MAX 4000
+
+static const char *const placeholders[] = {"device", "arch", "rank"};
+
+int vg_lut_template_valid(const char *tmpl, char *why, size_t size)
+{
+    for (const char *p = tmpl; *p; p++) {
+        if (*p == '}') {
+            snprintf(why, size, "'}' without '{' at character %zu", (size_t)(p - tmpl) + 1);
+            return 0;
+        }
+        if (*p != '{')
+            continue;
+        const char *end = strchr(p, '}');
+        if (!end) {
+            snprintf(why, size, "unterminated placeholder at character %zu",
+                     (size_t)(p - tmpl) + 1);
+            return 0;
+        }
+        size_t len = (size_t)(end - p - 1);
+        int known = 0;
+        for (size_t i = 0; i < sizeof placeholders / sizeof placeholders[0]; i++)
+            if (strlen(placeholders[i]) == len && memcmp(p + 1, placeholders[i], len) == 0)
+                known = 1;
+        if (!known) {
+            snprintf(why, size,
+                     "unknown placeholder '{%.*s}' (expected {device}, {arch} or {rank})",
+                     (int)(len > 40 ? 40 : len), p + 1);
+            return 0;
+        }
+        p = end;
+    }
+    return 1;
+}
 
 typedef enum { FIELD_BOOL, FIELD_PATH, FIELD_PER_FAMILY } field_kind;
 

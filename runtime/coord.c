@@ -4,11 +4,15 @@
  *
  * The communicator of a device lives in a small side table here rather than
  * in struct vg_device, so that the device, the decision and the cache know
- * nothing of it: decision.c makes one call (vg_coord_decide) after its own
- * decision, and only when the policy asks for coordination.  Entries are
- * never freed, only detached and reused: a call that looked an entry up can
- * never find it freed under it, and the table stays as small as the number
- * of devices that ever had a communicator.
+ * nothing of it: vg_gemm() (gemm.c) makes one call (vg_coord_decide) after
+ * the decision, and only when the policy asks for coordination.  Entries
+ * are never freed, only detached and reused: a call that looked an entry up
+ * can never find it freed under it, and the table stays as small as the
+ * number of devices that ever had a communicator.
+ *
+ * The rules, the candidate list and the timing loop are the decision's
+ * (decision.c): this file adds only the agreement, so that a rule changed
+ * there changes every rank alike.
  *
  * One round, on every rank alike:
  *
@@ -41,29 +45,14 @@
 
 #include "coord_internal.h"
 
-/* What a rank can do in a round; the group takes the minimum. */
-enum {
-    CODE_TUNING_OFF = 0,      /* rule: heuristic */
-    CODE_FROZEN = 1,          /* rule: frozen lookup (next larger, else heuristic) */
-    CODE_CAPTURING = 2,       /* rule: frozen lookup, as the capture refusal */
-    CODE_MEASURE = 3
-};
+/* What a rank can do in a round is the decision's vg_measure_permit; the
+ * group takes the minimum (the enum is ordered for it). */
 #define RANK_BITS 20
 #define RANK_MASK ((1 << RANK_BITS) - 1)
 /* Candidates of one call a round can time (plan tables are far smaller). */
 #define MAX_CANDIDATES 256
 /* Hashes are sent in 62 bits so that their negation fits an int64. */
 #define HASH_MASK ((UINT64_C(1) << 62) - 1)
-
-static const char *code_name(int code)
-{
-    switch (code) {
-    case CODE_TUNING_OFF: return "tuning-off";
-    case CODE_FROZEN: return "frozen";
-    case CODE_CAPTURING: return "capturing";
-    }
-    return "none";
-}
 
 /* ---- the side table -------------------------------------------------------- */
 
@@ -182,35 +171,6 @@ vg_status vg_device_coord_stats(vg_device *dev, vg_coord_stats *out)
     return VG_OK;
 }
 
-/* ---- the non-measure rules (as decision.c applies them alone) --------------- */
-
-static vg_status rule_heuristic(vg_device *dev, const vg_gemm_args *args, vg_choice *c,
-                                const char *why)
-{
-    c->decision = VG_DECISION_HEURISTIC;
-    c->why = why;
-    c->plan = dev->ops->heuristic(args->w.family, c->path, c->rows, args->w.n, args->w.k);
-    if (!c->plan)
-        return vg_fail(VG_ERR_UNSUPPORTED, "%s backend has no plan for %s/%s with %d rows",
-                       dev->ops->name, vg_family_name(args->w.family), vg_path_name(c->path),
-                       (int)c->rows);
-    return VG_OK;
-}
-
-/* The frozen lookup: the next larger measured shape of the series, else the
- * heuristic. */
-static vg_status rule_fallback(vg_device *dev, const vg_gemm_args *args, vg_choice *c,
-                               const char *why)
-{
-    int32_t found_rows = 0;
-    if (vg_cache_find_at_least(&c->tuning->cache, &c->key, &c->plan, &found_rows)) {
-        c->decision = VG_DECISION_REUSE;
-        c->why = why;
-        return VG_OK;
-    }
-    return rule_heuristic(dev, args, c, why);
-}
-
 /* ---- hashes ------------------------------------------------------------------ */
 
 static int64_t call_hash(const vg_choice *c)
@@ -222,33 +182,21 @@ static int64_t call_hash(const vg_choice *c)
     return (int64_t)(vg_fnv1a64(s, (size_t)len, VG_FNV_OFFSET) & HASH_MASK);
 }
 
-/* The candidates of the call in plan table order: their count, their hash,
- * and (when out is not NULL) the plans. */
-static size_t candidates(vg_device *dev, const vg_gemm_args *args, const vg_choice *c,
-                         const vg_plan **out, int64_t *hash)
+/* The hash of the call's candidates (the decision's list, in order). */
+static int64_t candidates_hash(vg_device *dev, const vg_plan *const *plans, size_t n)
 {
     uint64_t h = vg_fnv1a64(dev->ops->name, strlen(dev->ops->name) + 1, VG_FNV_OFFSET);
-    size_t n = 0, total = dev->ops->plan_count();
-    for (size_t i = 0; i < total; i++) {
-        const vg_plan *p = dev->ops->plan_at(i);
-        if (!vg_plan_applies(p, args->w.family, c->path, c->rows))
-            continue;
-        h = vg_fnv1a64(p->id, strlen(p->id) + 1, h);
-        if (out)
-            out[n] = p;
-        n++;
-    }
-    if (hash)
-        *hash = (int64_t)(h & HASH_MASK);
-    return n;
+    for (size_t i = 0; i < n; i++)
+        h = vg_fnv1a64(plans[i]->id, strlen(plans[i]->id) + 1, h);
+    return (int64_t)(h & HASH_MASK);
 }
 
 /* ---- one round ------------------------------------------------------------------ */
 
 static void trace_round(vg_device *dev, const coord_entry *e, const char *op,
                         const vg_gemm_args *args, const vg_choice *c, uint64_t policy,
-                        const char *outcome, int refused_by, int code, const vg_plan *local_best,
-                        double slowest_us)
+                        const char *outcome, int refused_by, vg_measure_permit permit,
+                        const vg_plan *local_best, double slowest_us)
 {
     if (!vg_trace_on(&dev->trace))
         return;
@@ -259,51 +207,31 @@ static void trace_round(vg_device *dev, const coord_entry *e, const char *op,
                   e->comm.rank, e->comm.size, op, vg_family_name(args->w.family),
                   vg_path_name(c->path), (int)args->m, (int)args->w.n, (int)args->w.k,
                   (int)args->w.groups, policy, outcome, vg_decision_name(c->decision),
-                  c->plan ? c->plan->id : "none", refused_by, code_name(code),
+                  c->plan ? c->plan->id : "none", refused_by, vg_permit_name(permit),
                   local_best ? local_best->id : "none", slowest_us, e->stats.all_frozen);
 }
 
 /* Measures together (the agreement said every rank can, and that every
- * rank has the same ncand candidates, at most MAX_CANDIDATES).  The caller
- * began the measurement; this ends it on every path. */
+ * rank has the same ncand candidates, plans[], at most MAX_CANDIDATES).
+ * The caller began the measurement; this ends it on every path. */
 static vg_status measure_together(vg_device *dev, coord_entry *e, const char *op,
-                                  const vg_policy *pol, const vg_gemm_args *args,
-                                  vg_choice *c, double *winner_us, size_t ncand)
+                                  const vg_gemm_args *args, vg_choice *c, double *winner_us,
+                                  const vg_plan *const *plans, size_t ncand)
 {
     vg_tuning *t = c->tuning;   /* the device's or an engine's (issue 10) */
-    (void)pol;                  /* the partition is c->key.policy (per family) */
-    const vg_plan *plans[MAX_CANDIDATES];
     double times[MAX_CANDIDATES];
-    candidates(dev, args, c, plans, NULL);
-    const vg_plan *local_best = NULL;
+    vg_time_candidates(dev, op, c, args, plans, ncand, times);
     double local_best_us = 0.0;
-    for (size_t i = 0; i < ncand; i++) {
-        double us = 0.0;
-        /* A candidate that cannot run on some rank is no candidate for
-         * anyone: +inf stays +inf through the maximum. */
-        if (vg_device_time_plan(dev, op, c, plans[i], args, &us) != VG_OK || !(us >= 0.0) ||
-            isinf(us))
-            us = INFINITY;
-        times[i] = us;
-        if (isfinite(us) && (!local_best || us < local_best_us)) {
-            local_best = plans[i];
-            local_best_us = us;
-        }
-    }
+    const vg_plan *local_best = vg_fastest_candidate(plans, times, ncand, &local_best_us);
     vg_status st = e->comm.allreduce_max_f64(times, (int)ncand, e->comm.handle);
     if (st != VG_OK) {
         vg_tuning_measure_end(t, &c->key, NULL, 0.0);
         return st;
     }
-    /* The candidate whose slowest rank is fastest; the first in table order
-     * on a tie.  Every rank computes this from the same numbers. */
-    const vg_plan *best = NULL;
+    /* The candidate whose slowest rank is fastest: every rank computes it
+     * from the same numbers. */
     double best_us = 0.0;
-    for (size_t i = 0; i < ncand; i++)
-        if (isfinite(times[i]) && (!best || times[i] < best_us)) {
-            best = plans[i];
-            best_us = times[i];
-        }
+    const vg_plan *best = vg_fastest_candidate(plans, times, ncand, &best_us);
     /* The slowest rank's time is stored, the same number on every rank, so
      * the LUTs agree byte for byte. */
     st = vg_tuning_measure_end(t, &c->key, best, best_us);
@@ -311,19 +239,19 @@ static vg_status measure_together(vg_device *dev, coord_entry *e, const char *op
         return st;
     e->stats.measured++;
     if (!best) {
-        st = rule_heuristic(dev, args, c, "coordinated: no candidate could be timed on every rank");
+        st = vg_decide_heuristic(dev, args, c, VG_REASON_COORD_NO_CANDIDATE_TIMED);
         if (st == VG_OK)
-            trace_round(dev, e, op, args, c, c->key.policy, "untimed", -1, CODE_MEASURE, local_best,
-                        0.0);
+            trace_round(dev, e, op, args, c, c->key.policy, "untimed", -1, VG_PERMIT_MEASURE,
+                        local_best, 0.0);
         return st;
     }
     if (best != local_best)
         e->stats.diverged++;
     c->decision = VG_DECISION_MEASURE;
     c->plan = best;
-    c->why = "coordinated: measured on every rank";
+    c->why = VG_REASON_COORD_MEASURED;
     *winner_us = best_us;
-    trace_round(dev, e, op, args, c, c->key.policy, "measured", -1, CODE_MEASURE, local_best,
+    trace_round(dev, e, op, args, c, c->key.policy, "measured", -1, VG_PERMIT_MEASURE, local_best,
                 best_us);
     return VG_OK;
 }
@@ -335,15 +263,10 @@ static vg_status round_locked(vg_device *dev, coord_entry *e, const char *op,
     vg_tuning *t = c->tuning;   /* the device's or an engine's (issue 10) */
     /* Another thread of this rank may have stored the shape since the
      * decision looked: reuse it, as every rank then does. */
-    const vg_plan *cached = NULL;
-    if (vg_cache_find(&t->cache, &c->key, &cached)) {
-        c->decision = VG_DECISION_REUSE;
-        c->plan = cached;
-        c->why = "cached";
+    if (vg_decide_cached(c)) {
         *handled = 1;
         return VG_OK;
     }
-    int frozen = atomic_load_explicit(&t->frozen, memory_order_acquire) ? 1 : 0;
     if (e->stats.all_frozen) {
         /* Every rank froze (a freeze is final): nobody can measure again
          * and no round is needed; the decision's own frozen lookup stands.
@@ -351,31 +274,30 @@ static vg_status round_locked(vg_device *dev, coord_entry *e, const char *op,
         if (c->decision != VG_DECISION_MEASURE)
             return VG_OK;
         *handled = 1;
-        return rule_fallback(dev, args, c, "frozen: next larger measured shape");
+        return vg_decide_refused(dev, args, c, VG_PERMIT_FROZEN, VG_REASON_FROZEN_NEXT_LARGER,
+                                 VG_REASON_FROZEN_NONE_ABOVE);
     }
 
-    /* What this rank can do, in the decision's own order of checks. */
-    int code, began = 0;
-    if (frozen)
-        code = CODE_FROZEN;
-    else if (!vg_policy_family(pol, args->w.family)->tune_small_shapes)
-        code = CODE_TUNING_OFF;
-    else if (vg_device_capturing(dev, args->stream))
-        code = CODE_CAPTURING;
-    else if (c->decision != VG_DECISION_MEASURE)
-        code = CODE_FROZEN;   /* a refusal the checks above cannot name: be safe */
-    else if ((began = vg_tuning_measure_begin(t)) == 0) {
-        code = CODE_FROZEN;   /* a freeze landed since the decision */
-        frozen = 1;
-    } else
-        code = CODE_MEASURE;
+    /* What this rank can do: the decision's own checks. */
+    int began = 0;
+    vg_measure_permit permit = vg_decide_permit(dev, c, pol, args);
+    int frozen = permit == VG_PERMIT_FROZEN;
+    if (permit == VG_PERMIT_MEASURE) {
+        if (c->decision != VG_DECISION_MEASURE)
+            permit = VG_PERMIT_FROZEN;   /* a refusal the checks cannot name: be safe */
+        else if ((began = vg_tuning_measure_begin(t)) == 0) {
+            permit = VG_PERMIT_FROZEN;   /* a freeze landed since the decision */
+            frozen = 1;
+        }
+    }
 
-    int64_t cand_h = 0;
-    size_t ncand = candidates(dev, args, c, NULL, &cand_h);
+    const vg_plan *plans[MAX_CANDIDATES];
+    size_t ncand = vg_measure_candidates(dev, pol, args, c, plans, MAX_CANDIDATES);
+    int64_t cand_h = candidates_hash(dev, plans, ncand < MAX_CANDIDATES ? ncand : MAX_CANDIDATES);
     if (ncand > MAX_CANDIDATES)
-        code = CODE_TUNING_OFF;   /* cannot time them all: nobody measures */
+        permit = VG_PERMIT_TUNING_OFF;   /* cannot time them all: nobody measures */
     int64_t call_h = call_hash(c);
-    int64_t v[8] = {((int64_t)code << RANK_BITS) | e->comm.rank,
+    int64_t v[8] = {((int64_t)permit << RANK_BITS) | e->comm.rank,
                     frozen,
                     call_h, -call_h,
                     cand_h, -cand_h,
@@ -408,28 +330,30 @@ static vg_status round_locked(vg_device *dev, coord_entry *e, const char *op,
     if (v[1] == 1)
         e->stats.all_frozen = 1;
 
-    int group_code = (int)(v[0] >> RANK_BITS);
+    int64_t group_code = v[0] >> RANK_BITS;
     int refused_by = (int)(v[0] & RANK_MASK);
     *handled = 1;
-    if (group_code == CODE_MEASURE)
-        return measure_together(dev, e, op, pol, args, c, winner_us, ncand);
+    if (group_code == VG_PERMIT_MEASURE)
+        return measure_together(dev, e, op, args, c, winner_us, plans, ncand);
 
-    /* Someone cannot measure: nobody does, and every rank applies the same
-     * rule, so the plan is the same everywhere. */
+    /* Someone cannot measure: nobody does, and every rank applies the
+     * decision's rule for the group's refusal, so the plan is the same
+     * everywhere. */
     if (began)
         vg_tuning_measure_end(t, &c->key, NULL, 0.0);
     e->stats.refused++;
-    static const char *const why_of[] = {
-        [CODE_TUNING_OFF] = "coordinated: a rank has tuning off",
-        [CODE_FROZEN] = "coordinated: a rank is frozen",
-        [CODE_CAPTURING] = "coordinated: a rank is capturing",
+    static const vg_reason why_of[] = {
+        [VG_PERMIT_TUNING_OFF] = VG_REASON_COORD_RANK_TUNING_OFF,
+        [VG_PERMIT_FROZEN] = VG_REASON_COORD_RANK_FROZEN,
+        [VG_PERMIT_CAPTURING] = VG_REASON_COORD_RANK_CAPTURING,
     };
-    const char *why = why_of[group_code < CODE_MEASURE && group_code >= 0 ? group_code
-                                                                           : CODE_FROZEN];
-    st = group_code == CODE_TUNING_OFF ? rule_heuristic(dev, args, c, why)
-                                       : rule_fallback(dev, args, c, why);
+    vg_measure_permit group_permit = group_code >= 0 && group_code < VG_PERMIT_MEASURE
+                                         ? (vg_measure_permit)group_code
+                                         : VG_PERMIT_FROZEN;
+    vg_reason why = why_of[group_permit];
+    st = vg_decide_refused(dev, args, c, group_permit, why, why);
     if (st == VG_OK)
-        trace_round(dev, e, op, args, c, c->key.policy, "refused", refused_by, group_code, NULL,
+        trace_round(dev, e, op, args, c, c->key.policy, "refused", refused_by, group_permit, NULL,
                     0.0);
     return st;
 }
@@ -442,10 +366,8 @@ vg_status vg_coord_decide(vg_device *dev, const char *op, const vg_policy *pol,
     if (!pol->coordinated_tuning || c->rows <= 0 || !c->within_limits)
         return VG_OK;
     /* The hot path: a cached shape is reused by every rank alike (their
-     * caches agree by construction), with no round.  The "cached" reason is
-     * decision.c's; if it ever changes, the round below still finds the
-     * shape in the cache, only slower. */
-    if (c->decision == VG_DECISION_REUSE && strcmp(c->why, "cached") == 0)
+     * caches agree by construction), with no round. */
+    if (c->why == VG_REASON_CACHED)
         return VG_OK;
     if (atomic_load_explicit(&attached_count, memory_order_acquire) == 0)
         return VG_OK;

@@ -1,9 +1,9 @@
 /*
  * Coordinated tuning, as the decision sees it (coord.c; the public side is
  * include/voltgate/coord.h).  Kept out of internal.h so that the runtime's
- * other files do not change for it: decision.c calls vg_coord_decide() right
- * after vg_dispatch_decide(), device.c calls vg_coord_device_closed() when a
- * device goes away.
+ * other files do not change for it: gemm.c calls vg_coord_decide() right
+ * after vg_dispatch_decide(), device_close.c calls vg_coord_device_closed()
+ * when a device goes away.
  */
 #ifndef VOLTGATE_RUNTIME_COORD_INTERNAL_H
 #define VOLTGATE_RUNTIME_COORD_INTERNAL_H

@@ -1,11 +1,16 @@
 /*
  * Devices: one context per device, holding the backend, its tuning state,
  * its trace, its workspace and the timer used by measurements.
+ *
+ * Closing a device is vg_device_close() (device_close.c): the layers above
+ * (coordination, engines) let go of the device first, then
+ * vg_device_destroy() here frees what the device itself owns.  So this file
+ * calls nothing above the tuning state and the trace.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "coord_internal.h"
 #include "internal.h"
 
 /* The device workspace allocated at open: split-K partials of decode and
@@ -64,7 +69,7 @@ vg_status vg_device_open(const char *backend, int ordinal, vg_device **out)
     dev->measure_reps = is_cpu ? VG_MEASURE_REPS_CPU : VG_MEASURE_REPS_CUDA;
     dev->ws_bytes = is_cpu ? VG_WORKSPACE_CPU : VG_WORKSPACE_CUDA;
     if ((st = ops->alloc(dev->ctx, dev->ws_bytes, &dev->ws)) != VG_OK) {
-        vg_device_close(dev);
+        vg_device_destroy(dev);
         return st;
     }
     vg_trace_init_from_env(&dev->trace);
@@ -72,12 +77,8 @@ vg_status vg_device_open(const char *backend, int ordinal, vg_device **out)
     return VG_OK;
 }
 
-vg_status vg_device_close(vg_device *dev)
+void vg_device_destroy(vg_device *dev)
 {
-    if (!dev)
-        return VG_OK;
-    vg_coord_device_closed(dev);   /* a later device at this address starts clean */
-    vg_engines_destroy(dev);       /* waits for their calls in flight */
     vg_cache_destroy(&dev->shared);
     pthread_mutex_destroy(&dev->engines_lock);
     if (dev->ws)
@@ -87,7 +88,6 @@ vg_status vg_device_close(vg_device *dev)
     pthread_mutex_destroy(&dev->ws_lock);
     dev->ops->close(dev->ctx);
     free(dev);
-    return VG_OK;
 }
 
 vg_status vg_device_info(const vg_device *dev, const char **backend, int *arch)
@@ -221,20 +221,17 @@ vg_status vg_device_launch(vg_device *dev, const vg_plan *p, const vg_gemm_args 
     return st;
 }
 
-/* Times one candidate for a measurement (decision.c, coord.c): the
- * scripted timer when a test set one, else the backend's, with the device
- * workspace when the caller passed none.  Every candidate, refused ones
- * too, gets its trace line: the trace shows why the winner won. */
-vg_status vg_device_time_plan(vg_device *dev, const char *op, const vg_choice *c,
-                              const vg_plan *p, const vg_gemm_args *args, double *us)
+/* The scripted timer when a test set one, else the backend's, with the
+ * device workspace when the caller passed none. */
+vg_status vg_device_time_plan(vg_device *dev, const vg_plan *p, const vg_gemm_args *args,
+                              double *us, vg_timer_info *how)
 {
-    vg_timer_info how = {"scripted", 0};
     vg_status st = VG_OK;
     if (dev->timer) {
         *us = dev->timer(p, args, dev->timer_user);
     } else if (args->workspace) {
         st = dev->ops->time_plan(dev->ctx, p, args, dev->measure_warmup, dev->measure_reps, us,
-                                 &how);
+                                 how);
     } else {
         size_t need = 0;
         st = dev->ops->workspace_bytes(p, args, &need);
@@ -246,11 +243,87 @@ vg_status vg_device_time_plan(vg_device *dev, const char *op, const vg_choice *c
                 a.workspace = dev->ws;
                 a.workspace_bytes = dev->ws_bytes;
                 st = dev->ops->time_plan(dev->ctx, p, &a, dev->measure_warmup,
-                                         dev->measure_reps, us, &how);
+                                         dev->measure_reps, us, how);
             }
             pthread_mutex_unlock(&dev->ws_lock);
         }
     }
-    vg_trace_candidate(dev, op, args, c, p, st, *us, &how);
     return st;
+}
+
+uint64_t vg_planset_hash(const vg_backend_ops *ops)
+{
+    uint64_t h = vg_fnv1a64("voltgate-planset-v1;", 20, VG_FNV_OFFSET);
+    size_t count = ops->plan_count();
+    for (size_t i = 0; i < count; i++) {
+        const vg_plan *p = ops->plan_at(i);
+        if (!p)
+            continue;
+        char buf[256];
+        int n = snprintf(buf, sizeof buf, "%s;%d;%u;%d;%d;%d;%d;%d;%d;", p->id, (int)p->path,
+                         (unsigned)p->families, (int)p->tile_m, (int)p->tile_n, (int)p->tile_k,
+                         (int)p->stages, (int)p->split_k, (int)p->max_rows);
+        h = vg_fnv1a64(buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1, h);
+    }
+    /* 0 stands for "this build" in the cache and UINT64_MAX for an unstamped
+     * LUT entry: the hash of a plan set is neither. */
+    return h && h != UINT64_MAX ? h : 1;
+}
+
+const vg_plan *vg_device_find_plan(vg_device *dev, const char *id)
+{
+    size_t count = dev->ops->plan_count();
+    for (size_t i = 0; i < count; i++) {
+        const vg_plan *p = dev->ops->plan_at(i);
+        if (p && strcmp(p->id, id) == 0)
+            return p;
+    }
+    return NULL;
+}
+
+vg_status vg_device_plans(vg_device *dev, vg_family f, vg_path path, int32_t rows,
+                          const vg_plan **plans, size_t max, size_t *count)
+{
+    if (!dev || !count || (max && !plans))
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_device_plans: NULL argument");
+    if ((unsigned)f >= VG_FAMILY_COUNT || (unsigned)path >= VG_PATH_COUNT)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_device_plans: invalid family %d or path %d",
+                       (int)f, (int)path);
+    size_t n = 0, total = dev->ops->plan_count();
+    for (size_t i = 0; i < total; i++) {
+        const vg_plan *p = dev->ops->plan_at(i);
+        if (!vg_plan_applies(p, f, path, rows))
+            continue;
+        if (n < max)
+            plans[n] = p;
+        n++;
+    }
+    *count = n;
+    return VG_OK;
+}
+
+vg_status vg_gemm_workspace_bytes(vg_device *dev, const vg_gemm_args *args, size_t *bytes)
+{
+    if (!dev || !args || !bytes)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_gemm_workspace_bytes: NULL argument");
+    int32_t rows = vg_gemm_max_group_rows(args);
+    size_t most = 0, total = dev->ops->plan_count();
+    for (size_t i = 0; i < total; i++) {
+        const vg_plan *p = dev->ops->plan_at(i);
+        /* A grouped call may run as loop (rerouted), so count both. */
+        vg_gemm_args a = *args;
+        int applies = vg_plan_applies(p, args->w.family, args->path, rows);
+        if (!applies && args->path == VG_PATH_GROUPED &&
+            vg_plan_applies(p, args->w.family, VG_PATH_LOOP, rows)) {
+            a.path = VG_PATH_LOOP;
+            applies = 1;
+        }
+        if (!applies)
+            continue;
+        size_t need = 0;
+        if (dev->ops->workspace_bytes(p, &a, &need) == VG_OK && need > most)
+            most = need;
+    }
+    *bytes = most;
+    return VG_OK;
 }

@@ -40,7 +40,7 @@ void vg_engine_release(vg_engine *e)
     }
 }
 
-static vg_status check(const vg_engine *e, const char *fn)
+vg_status vg_engine_check(const vg_engine *e, const char *fn)
 {
     if (!e || e->magic != VG_ENGINE_MAGIC)
         return vg_fail(VG_ERR_INVALID_ARG, "%s: not an engine", fn);
@@ -82,7 +82,7 @@ vg_status vg_engine_open(vg_device *dev, const vg_config *cfg, vg_engine **out)
     vg_lut_report lr;
     uint64_t hashes[VG_FAMILY_COUNT];
     size_t nh = vg_policy_hashes(&e->pol, hashes);
-    st = vg_warmup_lut_begin(dev, &e->tuning, e->cfg, hashes, nh, e->lut, sizeof e->lut, &lr);
+    st = vg_lut_begin_for_config(dev, &e->tuning, e->cfg, hashes, nh, e->lut, sizeof e->lut, &lr);
     if (st != VG_OK) {
         vg_tuning_destroy(&e->tuning);
         vg_config_free(e->cfg);
@@ -103,7 +103,7 @@ vg_status vg_engine_open(vg_device *dev, const vg_config *cfg, vg_engine **out)
 
 vg_status vg_engine_close(vg_engine *e)
 {
-    vg_status st = check(e, "vg_engine_close");
+    vg_status st = vg_engine_check(e, "vg_engine_close");
     if (st != VG_OK)
         return st;
     int was = 0;
@@ -137,7 +137,7 @@ void vg_engines_destroy(vg_device *dev)
 
 vg_status vg_engine_id(const vg_engine *e, int *id)
 {
-    vg_status st = check(e, "vg_engine_id");
+    vg_status st = vg_engine_check(e, "vg_engine_id");
     if (st != VG_OK)
         return st;
     if (!id)
@@ -146,40 +146,9 @@ vg_status vg_engine_id(const vg_engine *e, int *id)
     return VG_OK;
 }
 
-vg_status vg_engine_warmup(vg_engine *e, const vg_layer *layers, int n, vg_warmup_report *report)
-{
-    vg_status st = check(e, "vg_engine_warmup");
-    if (st != VG_OK)
-        return st;
-    if ((n > 0 && !layers) || n < 0)
-        return vg_fail(VG_ERR_INVALID_ARG, "vg_engine_warmup: bad layers");
-    if (!vg_engine_acquire(e))
-        return VG_ERR_STATE;
-    vg_warmup_report r = {0};
-    uint64_t before = atomic_load(&e->tuning.measured_total);
-    if ((st = vg_engine_enter(e)) == VG_OK) {
-        st = vg_warm_layers(e->dev, layers, n, &r);
-        vg_engine_leave();
-    }
-    r.shapes_measured = atomic_load(&e->tuning.measured_total) - before;
-    if (st == VG_OK && e->lut[0] && r.shapes_measured > 0)
-    {
-        uint64_t hashes[VG_FAMILY_COUNT];
-        size_t nh = vg_policy_hashes(&e->pol, hashes);
-        st = vg_lut_export_policies(e->dev, &e->tuning, e->lut, hashes, nh);
-    }
-    if (st == VG_OK && e->cfg->f.freeze_tuning_after_warmup)
-        st = vg_tuning_freeze(&e->tuning);
-    r.frozen = atomic_load(&e->tuning.frozen);
-    vg_engine_release(e);
-    if (report)
-        *report = r;
-    return st;
-}
-
 vg_status vg_engine_freeze_tuning(vg_engine *e)
 {
-    vg_status st = check(e, "vg_engine_freeze_tuning");
+    vg_status st = vg_engine_check(e, "vg_engine_freeze_tuning");
     if (st != VG_OK)
         return st;
     if (!vg_engine_acquire(e))
@@ -191,21 +160,14 @@ vg_status vg_engine_freeze_tuning(vg_engine *e)
 
 vg_status vg_engine_tuning_state(vg_engine *e, vg_tuning_state *out)
 {
-    vg_status st = check(e, "vg_engine_tuning_state");
+    vg_status st = vg_engine_check(e, "vg_engine_tuning_state");
     if (st != VG_OK)
         return st;
     if (!out)
         return vg_fail(VG_ERR_INVALID_ARG, "vg_engine_tuning_state: out is NULL");
     if (!vg_engine_acquire(e))
         return VG_ERR_STATE;
-    vg_tuning *t = &e->tuning;
-    pthread_mutex_lock(&t->state_lock);
-    out->frozen = atomic_load(&t->frozen);
-    out->measured_total = atomic_load(&t->measured_total);
-    out->measured_before_freeze = out->frozen ? t->measured_before_freeze : out->measured_total;
-    out->measured_after_freeze = t->measured_after_freeze;
-    pthread_mutex_unlock(&t->state_lock);
-    out->cache_entries = vg_cache_entries(&t->cache);
+    vg_tuning_read_state(&e->tuning, out);
     vg_engine_release(e);
     return VG_OK;
 }

@@ -100,7 +100,12 @@ vg_status vg_device_tuning_state(vg_device *dev, vg_tuning_state *out)
 {
     if (!dev || !out)
         return vg_fail(VG_ERR_INVALID_ARG, "vg_device_tuning_state: NULL argument");
-    vg_tuning *t = &dev->tuning;
+    vg_tuning_read_state(&dev->tuning, out);
+    return VG_OK;
+}
+
+void vg_tuning_read_state(vg_tuning *t, vg_tuning_state *out)
+{
     pthread_mutex_lock(&t->state_lock);
     out->frozen = atomic_load(&t->frozen);
     out->measured_total = atomic_load(&t->measured_total);
@@ -108,5 +113,4 @@ vg_status vg_device_tuning_state(vg_device *dev, vg_tuning_state *out)
     out->measured_after_freeze = t->measured_after_freeze;
     pthread_mutex_unlock(&t->state_lock);
     out->cache_entries = vg_cache_entries(&t->cache);
-    return VG_OK;
 }

@@ -71,6 +71,10 @@ struct vg_config {
     char *lut_path;           /* f.gemm_lut_path points here */
 };
 
+/* gemm_lut_path templates: 1 when every {...} is {device}, {arch} or
+ * {rank}; else 0 and `why` says what is wrong. */
+int vg_lut_template_valid(const char *tmpl, char *why, size_t size);
+
 /* ---- dispatch cache (cache.c) ---------------------------------------------- */
 
 /* One cached plan for one number of rows of a series. */
@@ -161,6 +165,8 @@ int vg_tuning_measure_begin(vg_tuning *t);
 vg_status vg_tuning_measure_end(vg_tuning *t, const vg_cache_key *key, const vg_plan *plan,
                                 double time_us);
 vg_status vg_tuning_freeze(vg_tuning *t);
+/* The counters, the freeze and the cache size, read as one snapshot. */
+void vg_tuning_read_state(vg_tuning *t, vg_tuning_state *out);
 
 /* ---- trace (trace.c) -------------------------------------------------------- */
 typedef struct vg_trace {
@@ -216,12 +222,26 @@ struct vg_device {
     size_t ws_bytes;
 };
 
+/* Frees what the device itself owns (vg_device_close lets the layers
+ * above go first). */
+void vg_device_destroy(vg_device *dev);
+/* The hash of a backend's plan table (ids and every tile field, in table
+ * order), never 0: a LUT entry of another plan set is stale. */
+uint64_t vg_planset_hash(const vg_backend_ops *ops);
+/* The device backend's plan of that id, or NULL. */
+const vg_plan *vg_device_find_plan(vg_device *dev, const char *id);
+
 /* Non-zero while args->stream is capturing (or the test hook says so). */
 int vg_device_capturing(vg_device *dev, void *stream);
 
 /* Launches `p` with args (the path already rerouted), using the device
  * workspace when args->workspace is NULL and growing it outside capture. */
 vg_status vg_device_launch(vg_device *dev, const vg_plan *p, const vg_gemm_args *args);
+
+/* Times one plan with the scripted timer or the backend's, using the device
+ * workspace when args has none.  No trace: the measurement writes it. */
+vg_status vg_device_time_plan(vg_device *dev, const vg_plan *p, const vg_gemm_args *args,
+                              double *us, vg_timer_info *how);
 
 /* Test hook for the capture refusal on the cpu backend. */
 vg_status vg_device_test_set_capturing(vg_device *dev, int capturing);
@@ -230,6 +250,45 @@ vg_status vg_device_set_measure_reps(vg_device *dev, int warmup, int reps);
 
 /* ---- decision (decision.c) ------------------------------------------------- */
 
+/* Why a call got its decision.  vg_dispatch_info.why and the tests read the
+ * words of vg_reason_name(), so a reason keeps its words once published. */
+typedef enum vg_reason {
+    VG_REASON_NONE,                   /* "" : MEASURE still to be done */
+    VG_REASON_EMPTY_CALL,
+    VG_REASON_OVER_LIMIT,
+    VG_REASON_CACHED,
+    VG_REASON_SHARED,
+    VG_REASON_FROZEN_NEXT_LARGER,
+    VG_REASON_FROZEN_NONE_ABOVE,
+    VG_REASON_TUNING_OFF,
+    VG_REASON_CAPTURING,
+    VG_REASON_MEASURED,
+    VG_REASON_NO_CANDIDATE_TIMED,
+    VG_REASON_COORD_MEASURED,
+    VG_REASON_COORD_NO_CANDIDATE_TIMED,
+    VG_REASON_COORD_RANK_TUNING_OFF,
+    VG_REASON_COORD_RANK_FROZEN,
+    VG_REASON_COORD_RANK_CAPTURING,
+    VG_REASON_COUNT
+} vg_reason;
+
+/* The words of a reason (trace.c holds the table). */
+const char *vg_reason_name(vg_reason r);
+
+/* Whether a call may measure now, by the decision's checks in its order
+ * (frozen, tuning off, capturing).  Lower is stricter: a group of ranks
+ * that must agree applies the minimum of its members (coord.c). */
+typedef enum vg_measure_permit {
+    VG_PERMIT_TUNING_OFF = 0,         /* rule: the heuristic */
+    VG_PERMIT_FROZEN = 1,             /* rule: the next larger measured shape, else the heuristic */
+    VG_PERMIT_CAPTURING = 2,          /* rule: as frozen */
+    VG_PERMIT_MEASURE = 3
+} vg_measure_permit;
+
+/* The refusal a vg-trace-coord line names (reason=): "tuning-off",
+ * "frozen", "capturing", or "none" for MEASURE. */
+const char *vg_permit_name(vg_measure_permit p);
+
 /* What vg_dispatch_decide() found, before any measurement. */
 typedef struct vg_choice {
     vg_decision decision;     /* MEASURE means "measure now", plan NULL */
@@ -237,15 +296,10 @@ typedef struct vg_choice {
     vg_path path;             /* after the grouped -> loop reroute */
     int32_t rows;             /* the shape bucket: M or rows per group */
     int within_limits;
-    const char *why;
+    vg_reason why;
     vg_cache_key key;
     vg_tuning *tuning;        /* whose measured set: the device's or an engine's */
 } vg_choice;
-
-/* Times one measurement candidate (scripted timer or the backend's) and
- * writes its vg-trace-candidate line (op and c name the decision). */
-vg_status vg_device_time_plan(vg_device *dev, const char *op, const vg_choice *c,
-                              const vg_plan *p, const vg_gemm_args *args, double *us);
 
 /* The decision alone: reroute, limits, cache lookup, freeze and capture
  * checks.  No measurement, no launch, no trace: vg_gemm() calls it first,
@@ -255,6 +309,44 @@ vg_status vg_dispatch_decide(vg_device *dev, const vg_policy *pol, const vg_gemm
 /* The same on a given tuning state (an engine's); the above uses dev->tuning. */
 vg_status vg_dispatch_decide_in(vg_device *dev, vg_tuning *t, const vg_policy *pol,
                                 const vg_gemm_args *args, vg_choice *out);
+
+/* The rules, for a caller that must decide with others (coord.c) rather
+ * than alone.  Each fills c (decision, plan, why) like the decision does. */
+
+/* 1 and c set to REUSE (cached) when c's shape is in its tuning state. */
+int vg_decide_cached(vg_choice *c);
+/* The checks of the decision that may forbid measuring, in its order. */
+vg_measure_permit vg_decide_permit(vg_device *dev, const vg_choice *c, const vg_policy *pol,
+                                   const vg_gemm_args *args);
+/* The rule of a permit other than MEASURE: the heuristic (tuning off) or
+ * the next larger measured shape, else the heuristic; `reuse_why` and
+ * `heuristic_why` name the outcome. */
+vg_status vg_decide_refused(vg_device *dev, const vg_gemm_args *args, vg_choice *c,
+                            vg_measure_permit permit, vg_reason reuse_why,
+                            vg_reason heuristic_why);
+/* The heuristic plan for c. */
+vg_status vg_decide_heuristic(vg_device *dev, const vg_gemm_args *args, vg_choice *c,
+                              vg_reason why);
+
+/* The plans a measurement of c times, in plan table order: every plan
+ * that applies, less those the family's policy excludes
+ * (tiles_within_scale_block).  Returns their count; stores at most max. */
+size_t vg_measure_candidates(vg_device *dev, const vg_policy *pol, const vg_gemm_args *args,
+                             const vg_choice *c, const vg_plan **out, size_t max);
+/* Times plans[0..n) in order, one vg-trace-candidate line each; times[i]
+ * is INFINITY for a plan that cannot be ranked (an error, NaN, < 0, inf). */
+void vg_time_candidates(vg_device *dev, const char *op, const vg_choice *c,
+                        const vg_gemm_args *args, const vg_plan *const *plans, size_t n,
+                        double *times);
+/* The plan of the smallest finite time (the first in table order on a
+ * tie), its time in *us; NULL when none is finite. */
+const vg_plan *vg_fastest_candidate(const vg_plan *const *plans, const double *times, size_t n,
+                                    double *us);
+/* Measures c alone (begin, time every candidate, keep the fastest, end);
+ * on return c is MEASURE with the winner, or the frozen rule when a freeze
+ * won the race, or the heuristic when nothing could be timed. */
+vg_status vg_decide_measure(vg_device *dev, const char *op, const vg_policy *pol,
+                            const vg_gemm_args *args, vg_choice *c, double *winner_us);
 
 /* ---- engines (engine.c) ------------------------------------------------------ */
 #define VG_ENGINE_MAGIC 0x56474e45u   /* "VGNE" */
@@ -272,16 +364,14 @@ struct vg_engine {
     pthread_cond_t idle;
     vg_engine *next;
 };
+/* VG_OK when e is an engine handle (open or closed), else
+ * VG_ERR_INVALID_ARG naming fn. */
+vg_status vg_engine_check(const vg_engine *e, const char *fn);
 /* 1 and the engine counted in flight, or 0 (closed: vg_fail set). */
 int vg_engine_acquire(vg_engine *e);
 void vg_engine_release(vg_engine *e);
 /* Device close: closes and frees every engine of the device. */
 void vg_engines_destroy(vg_device *dev);
-/* warmup.c: the warm-up calls of `layers` (inside whatever is entered). */
-vg_status vg_warm_layers(vg_device *dev, const vg_layer *layers, int n, vg_warmup_report *r);
-
-/* The device backend's plan of that id, or NULL. */
-const vg_plan *vg_device_find_plan(vg_device *dev, const char *id);
 
 /* The trace line of one decision. */
 void vg_trace_decision(vg_device *dev, const char *op, const vg_gemm_args *args,
@@ -308,13 +398,7 @@ extern void (*vg_lut_before_rename_hook)(const char *tmp_path);
 /* The kernel build id: FNV-1a 64 of VG_BUILD_ID (a -D string; default the
  * compile date and time of lut.c), never 0. */
 uint64_t vg_build_id(void);
-/* The hash of a backend's plan table (ids and every tile field, in table
- * order), never 0: a LUT entry of another plan set is stale. */
-uint64_t vg_planset_hash(const vg_backend_ops *ops);
 
-/* gemm_lut_path templates: 1 when every {...} is {device}, {arch} or
- * {rank}; else 0 and `why` says what is wrong. */
-int vg_lut_template_valid(const char *tmpl, char *why, size_t size);
 /* Expands the placeholders for dev: {device} = ordinal, {arch} = "cpu" or
  * "sm<arch>", {rank} = the rank of the device's communicator (0 without). */
 vg_status vg_lut_expand_path(vg_device *dev, const char *tmpl, char *out, size_t size);
@@ -338,10 +422,11 @@ vg_status vg_lut_export_tuning(vg_device *dev, vg_tuning *t, const char *path,
 /* The partitions of `policies` (NULL: all) of one tuning state. */
 vg_status vg_lut_export_policies(vg_device *dev, vg_tuning *t, const char *path,
                                  const uint64_t *policies, size_t npolicies);
-/* warmup.c: expand, prepare and import cfg's gemm_lut_path (see there). */
-vg_status vg_warmup_lut_begin(vg_device *dev, vg_tuning *t, const vg_config *cfg,
-                              const uint64_t *policies, size_t npolicies, char *path,
-                              size_t size, vg_lut_report *lr);
+/* Expands, prepares and imports cfg's gemm_lut_path for a warm-up or an
+ * engine (see there). */
+vg_status vg_lut_begin_for_config(vg_device *dev, vg_tuning *t, const vg_config *cfg,
+                                  const uint64_t *policies, size_t npolicies, char *path,
+                                  size_t size, vg_lut_report *lr);
 
 /* ---- warm-up buffers (warmup.c), shared with the replay tool ------------------ */
 /* Device buffers for one layer: synthetic non-zero weights of every group,

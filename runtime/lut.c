@@ -60,57 +60,22 @@ uint64_t vg_build_id(void)
     return h && h != LUT_UNSTAMPED ? h : 1;
 }
 
-uint64_t vg_planset_hash(const vg_backend_ops *ops)
+/* The folder that holds path ("." for a bare name, "/" at the root) into
+ * dir; 0 when path does not fit (dir then holds it cut). */
+static int parent_folder(const char *path, char *dir, size_t size)
 {
-    uint64_t h = vg_fnv1a64("voltgate-planset-v1;", 20, VG_FNV_OFFSET);
-    size_t count = ops->plan_count();
-    for (size_t i = 0; i < count; i++) {
-        const vg_plan *p = ops->plan_at(i);
-        if (!p)
-            continue;
-        char buf[256];
-        int n = snprintf(buf, sizeof buf, "%s;%d;%u;%d;%d;%d;%d;%d;%d;", p->id, (int)p->path,
-                         (unsigned)p->families, (int)p->tile_m, (int)p->tile_n, (int)p->tile_k,
-                         (int)p->stages, (int)p->split_k, (int)p->max_rows);
-        h = vg_fnv1a64(buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1, h);
-    }
-    return h && h != LUT_UNSTAMPED ? h : 1;
+    int fits = snprintf(dir, size, "%s", path) < (int)size;
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, size, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    return fits;
 }
 
-/* ---- path templates ----------------------------------------------------------- */
-
-static const char *const placeholders[] = {"device", "arch", "rank"};
-
-int vg_lut_template_valid(const char *tmpl, char *why, size_t size)
-{
-    for (const char *p = tmpl; *p; p++) {
-        if (*p == '}') {
-            snprintf(why, size, "'}' without '{' at character %zu", (size_t)(p - tmpl) + 1);
-            return 0;
-        }
-        if (*p != '{')
-            continue;
-        const char *end = strchr(p, '}');
-        if (!end) {
-            snprintf(why, size, "unterminated placeholder at character %zu",
-                     (size_t)(p - tmpl) + 1);
-            return 0;
-        }
-        size_t len = (size_t)(end - p - 1);
-        int known = 0;
-        for (size_t i = 0; i < sizeof placeholders / sizeof placeholders[0]; i++)
-            if (strlen(placeholders[i]) == len && memcmp(p + 1, placeholders[i], len) == 0)
-                known = 1;
-        if (!known) {
-            snprintf(why, size,
-                     "unknown placeholder '{%.*s}' (expected {device}, {arch} or {rank})",
-                     (int)(len > 40 ? 40 : len), p + 1);
-            return 0;
-        }
-        p = end;
-    }
-    return 1;
-}
+/* ---- path templates (checked by config.c) ----------------------------------- */
 
 vg_status vg_lut_expand_path(vg_device *dev, const char *tmpl, char *out, size_t size)
 {
@@ -154,15 +119,8 @@ vg_status vg_lut_expand_path(vg_device *dev, const char *tmpl, char *out, size_t
 vg_status vg_lut_prepare_path(const char *path)
 {
     char dir[4200];
-    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+    if (!parent_folder(path, dir, sizeof dir))
         return vg_fail(VG_ERR_INVALID_ARG, "gemm_lut_path %s: path too long", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
     /* mkdir -p, one component at a time. */
     for (char *p = dir + 1; ; p++) {
         if (*p == '/' || *p == '\0') {
@@ -297,14 +255,7 @@ static vg_status write_all(int fd, const char *buf, size_t len, const char *path
 static void sync_parent(const char *path)
 {
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
+    parent_folder(path, dir, sizeof dir);   /* best effort, as the sync itself */
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0) {
         fsync(fd);
@@ -732,5 +683,32 @@ vg_status vg_lut_import_tuning(vg_device *dev, vg_tuning *t, const char *path,
                   (unsigned long long)r.skipped_plan);
     if (report)
         *report = r;
+    return st;
+}
+
+/* The LUT step at the start of a config-driven warm-up and of an engine's
+ * open: expands cfg's
+ * gemm_lut_path for dev into path[], prepares its folder (created, checked
+ * writable: the error comes now, not at the export) and imports it when it
+ * exists, only entries of `policies`.  path[0] is '\0' without a LUT. */
+vg_status vg_lut_begin_for_config(vg_device *dev, vg_tuning *t, const vg_config *cfg,
+                                  const uint64_t *policies, size_t npolicies, char *path,
+                                  size_t size, vg_lut_report *lr)
+{
+    path[0] = '\0';
+    memset(lr, 0, sizeof *lr);
+    if (!cfg->f.gemm_lut_path)
+        return VG_OK;
+    vg_status st = vg_lut_expand_path(dev, cfg->f.gemm_lut_path, path, size);
+    if (st == VG_OK)
+        st = vg_lut_prepare_path(path);
+    if (st != VG_OK) {
+        path[0] = '\0';
+        return st;
+    }
+    int flags = VG_LUT_STRICT_STAMPS |
+                (cfg->f.reuse_lut_across_builds ? VG_LUT_REUSE_ACROSS_BUILDS : 0);
+    if (access(path, F_OK) == 0)
+        st = vg_lut_import_tuning(dev, t, path, policies, npolicies, flags, lr);
     return st;
 }

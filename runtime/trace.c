@@ -106,6 +106,51 @@ vg_status vg_trace_set(vg_device *dev, const char *target)
     return vg_trace_open(&dev->trace, target);
 }
 
+const char *vg_decision_name(vg_decision d)
+{
+    switch (d) {
+    case VG_DECISION_MEASURE: return "measure";
+    case VG_DECISION_REUSE: return "reuse";
+    case VG_DECISION_HEURISTIC: return "heuristic";
+    }
+    return "unknown";
+}
+
+static const char *const reason_names[VG_REASON_COUNT] = {
+    [VG_REASON_NONE] = "",
+    [VG_REASON_EMPTY_CALL] = "empty call",
+    [VG_REASON_OVER_LIMIT] = "over the tuning limit",
+    [VG_REASON_CACHED] = "cached",
+    [VG_REASON_SHARED] = "shared",
+    [VG_REASON_FROZEN_NEXT_LARGER] = "frozen: next larger measured shape",
+    [VG_REASON_FROZEN_NONE_ABOVE] = "frozen: no measured shape at or above",
+    [VG_REASON_TUNING_OFF] = "tuning off",
+    [VG_REASON_CAPTURING] = "capturing",
+    [VG_REASON_MEASURED] = "measured",
+    [VG_REASON_NO_CANDIDATE_TIMED] = "no candidate could be timed",
+    [VG_REASON_COORD_MEASURED] = "coordinated: measured on every rank",
+    [VG_REASON_COORD_NO_CANDIDATE_TIMED] = "coordinated: no candidate could be timed on every rank",
+    [VG_REASON_COORD_RANK_TUNING_OFF] = "coordinated: a rank has tuning off",
+    [VG_REASON_COORD_RANK_FROZEN] = "coordinated: a rank is frozen",
+    [VG_REASON_COORD_RANK_CAPTURING] = "coordinated: a rank is capturing",
+};
+
+const char *vg_reason_name(vg_reason r)
+{
+    return (unsigned)r < VG_REASON_COUNT && reason_names[r] ? reason_names[r] : "unknown";
+}
+
+const char *vg_permit_name(vg_measure_permit p)
+{
+    switch (p) {
+    case VG_PERMIT_TUNING_OFF: return "tuning-off";
+    case VG_PERMIT_FROZEN: return "frozen";
+    case VG_PERMIT_CAPTURING: return "capturing";
+    case VG_PERMIT_MEASURE: break;
+    }
+    return "none";
+}
+
 void vg_trace_decision(vg_device *dev, const char *op, const vg_gemm_args *args,
                        const vg_choice *c, uint64_t policy_hash)
 {
@@ -128,8 +173,8 @@ void vg_trace_candidate(vg_device *dev, const char *op, const vg_gemm_args *args
 {
     if (!vg_trace_on(&dev->trace))
         return;
-    /* What the measurement ranks: decision.c and coord.c skip a time that
-     * is negative, NaN or infinite, so the trace says none for it too. */
+    /* What the measurement ranks (vg_time_candidates): a time that is
+     * negative, NaN or infinite is not ranked, so the trace says none. */
     char why[64];
     const char *because = vg_last_error();
     if (st == VG_OK) {

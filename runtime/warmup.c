@@ -1,7 +1,8 @@
 /*
  * Warm-up: run every decode shape of the engine's layers once, inside the
  * engine's policy, so serving finds them measured (and, with
- * freeze_tuning_after_warmup, never measures again).
+ * freeze_tuning_after_warmup, never measures again).  vg_warmup() warms the
+ * device's default engine, vg_engine_warmup() an engine (issue 10).
  *
  * The bug this prevents: a warm-up that ran outside the engine's policy
  * measured into the `default` partition, which serving never reads, so
@@ -174,7 +175,8 @@ static const char *op_of(vg_path path)
     return path == VG_PATH_DENSE ? "gemm" : path == VG_PATH_MOE ? "moe_gemm" : "grouped_gemm";
 }
 
-vg_status vg_warm_layers(vg_device *dev, const vg_layer *layers, int n, vg_warmup_report *r)
+/* The warm-up calls of `layers`, inside whatever the thread entered. */
+static vg_status warm_layers(vg_device *dev, const vg_layer *layers, int n, vg_warmup_report *r)
 {
     for (int i = 0; i < n; i++) {
         int32_t top = layers[i].path == VG_PATH_DENSE ? VG_TUNE_MAX_DENSE_M
@@ -198,32 +200,6 @@ vg_status vg_warm_layers(vg_device *dev, const vg_layer *layers, int n, vg_warmu
     return VG_OK;
 }
 
-/* The LUT step of a warm-up, shared with engines: expands cfg's
- * gemm_lut_path for dev into path[], prepares its folder (created, checked
- * writable: the error comes now, not at the export) and imports it when it
- * exists, only entries of `policies`.  path[0] is '\0' without a LUT. */
-vg_status vg_warmup_lut_begin(vg_device *dev, vg_tuning *t, const vg_config *cfg,
-                              const uint64_t *policies, size_t npolicies, char *path,
-                              size_t size, vg_lut_report *lr)
-{
-    path[0] = '\0';
-    memset(lr, 0, sizeof *lr);
-    if (!cfg->f.gemm_lut_path)
-        return VG_OK;
-    vg_status st = vg_lut_expand_path(dev, cfg->f.gemm_lut_path, path, size);
-    if (st == VG_OK)
-        st = vg_lut_prepare_path(path);
-    if (st != VG_OK) {
-        path[0] = '\0';
-        return st;
-    }
-    int flags = VG_LUT_STRICT_STAMPS |
-                (cfg->f.reuse_lut_across_builds ? VG_LUT_REUSE_ACROSS_BUILDS : 0);
-    if (access(path, F_OK) == 0)
-        st = vg_lut_import_tuning(dev, t, path, policies, npolicies, flags, lr);
-    return st;
-}
-
 vg_status vg_warmup(vg_device *dev, const vg_config *cfg, const vg_layer *layers, int n,
                     vg_warmup_report *report)
 {
@@ -238,14 +214,15 @@ vg_status vg_warmup(vg_device *dev, const vg_config *cfg, const vg_layer *layers
     size_t nh = vg_policy_hashes(&pol, hashes);
     char lut[4200];
     vg_lut_report lr;
-    vg_status st = vg_warmup_lut_begin(dev, &dev->tuning, cfg, hashes, nh, lut, sizeof lut, &lr);
+    vg_status st =
+        vg_lut_begin_for_config(dev, &dev->tuning, cfg, hashes, nh, lut, sizeof lut, &lr);
     if (st != VG_OK)
         return st;
 
     uint64_t before = atomic_load(&dev->tuning.measured_total);
     if ((st = vg_policy_enter(dev, cfg)) != VG_OK)
         return st;
-    st = vg_warm_layers(dev, layers, n, &r);
+    st = warm_layers(dev, layers, n, &r);
     vg_policy_leave();
     r.shapes_measured = atomic_load(&dev->tuning.measured_total) - before;
     if (st == VG_OK && lut[0] && r.shapes_measured > 0)
@@ -253,6 +230,37 @@ vg_status vg_warmup(vg_device *dev, const vg_config *cfg, const vg_layer *layers
     if (st == VG_OK && cfg->f.freeze_tuning_after_warmup)
         st = vg_device_freeze_tuning(dev);
     r.frozen = atomic_load(&dev->tuning.frozen);
+    if (report)
+        *report = r;
+    return st;
+}
+
+vg_status vg_engine_warmup(vg_engine *e, const vg_layer *layers, int n, vg_warmup_report *report)
+{
+    vg_status st = vg_engine_check(e, "vg_engine_warmup");
+    if (st != VG_OK)
+        return st;
+    if ((n > 0 && !layers) || n < 0)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_engine_warmup: bad layers");
+    if (!vg_engine_acquire(e))
+        return VG_ERR_STATE;
+    vg_warmup_report r = {0};
+    uint64_t before = atomic_load(&e->tuning.measured_total);
+    if ((st = vg_engine_enter(e)) == VG_OK) {
+        st = warm_layers(e->dev, layers, n, &r);
+        vg_engine_leave();
+    }
+    r.shapes_measured = atomic_load(&e->tuning.measured_total) - before;
+    if (st == VG_OK && e->lut[0] && r.shapes_measured > 0)
+    {
+        uint64_t hashes[VG_FAMILY_COUNT];
+        size_t nh = vg_policy_hashes(&e->pol, hashes);
+        st = vg_lut_export_policies(e->dev, &e->tuning, e->lut, hashes, nh);
+    }
+    if (st == VG_OK && e->cfg->f.freeze_tuning_after_warmup)
+        st = vg_tuning_freeze(&e->tuning);
+    r.frozen = atomic_load(&e->tuning.frozen);
+    vg_engine_release(e);
     if (report)
         *report = r;
     return st;

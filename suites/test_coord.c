@@ -6,8 +6,8 @@
  *
  * Each rank does what vg_gemm() does around the hook: vg_dispatch_decide()
  * under the rank's policy, then vg_coord_decide().  That keeps these tests
- * independent of the hook in decision.c; the MPI suite covers vg_gemm() end
- * to end.
+ * independent of the hook in gemm.c; the MPI suite covers vg_gemm() end to
+ * end.
  *
  * Expected winners are computed here by brute force over the scripted times
  * of every rank, from the kernel layer's plan table.  Threads only record
@@ -137,14 +137,18 @@ static double timer(const vg_plan *plan, const vg_gemm_args *a, void *user)
 }
 
 /* Brute force: the candidate whose slowest rank is fastest (first on a tie,
- * a NaN on any rank disqualifies); *slowest its time.  NULL if none. */
-static const vg_plan *expected(int mode, int size, int32_t rows, double *slowest)
+ * a NaN on any rank disqualifies) among those `keep` accepts (NULL: all);
+ * *slowest its time.  NULL if none. */
+static const vg_plan *expected_among(int mode, int size, int32_t rows,
+                                     int (*keep)(const vg_plan *), double *slowest)
 {
     const vg_plan *c[64];
     size_t n = cands(VG_PATH_DENSE, rows, c);
     const vg_plan *best = NULL;
     double best_us = 0.0;
     for (size_t i = 0; i < n; i++) {
+        if (keep && !keep(c[i]))
+            continue;
         double worst = 0.0;
         for (int r = 0; r < size; r++) {
             double us = script_us(mode, r, size, i, n, rows);
@@ -159,6 +163,11 @@ static const vg_plan *expected(int mode, int size, int32_t rows, double *slowest
     if (slowest)
         *slowest = best_us;
     return best;
+}
+
+static const vg_plan *expected(int mode, int size, int32_t rows, double *slowest)
+{
+    return expected_among(mode, size, rows, NULL, slowest);
 }
 
 /* ---- one rank ------------------------------------------------------------------------- */
@@ -195,6 +204,9 @@ typedef struct group {
 #define CFG_COORD "{\"sm70_fp8\":{\"native\":{\"fp8_coordinated_tuning\":true}}}"
 #define CFG_COORD_TUNE_OFF \
     "{\"sm70_fp8\":{\"native\":{\"fp8_coordinated_tuning\":true,\"fp8_tune_small_shapes\":false}}}"
+#define CFG_COORD_IN_BLOCK                                                                   \
+    "{\"sm70_fp8\":{\"native\":{\"fp8_coordinated_tuning\":true}},"                          \
+    "\"per_family\":{\"fp8\":{\"tiles_within_scale_block\":true}}}"
 #define CFG_LOCAL "{\"sm70_fp8\":{\"native\":{\"fp8_coordinated_tuning\":false}}}"
 
 static uint64_t measured(vg_device *dev)
@@ -293,6 +305,47 @@ static void assert_ok(const rank_state *r)
 }
 
 /* ---- tests ------------------------------------------------------------------------------ */
+
+/* What per_family.fp8.tiles_within_scale_block keeps. */
+static int in_scale_block(const vg_plan *p)
+{
+    return p->tile_n > 0 && p->tile_k > 0 && 128 % p->tile_n == 0 && 128 % p->tile_k == 0;
+}
+
+/* per_family.fp8.tiles_within_scale_block holds in a coordinated round as
+ * in a local measurement (one candidate list): the winner is the in-block
+ * plan whose slowest rank is fastest. */
+static void coordinated_round_keeps_tiles_within_scale_block(void **state)
+{
+    (void)state;
+    enum { SIZE = 2 };
+    /* A row count whose winner over every plan is outside a scale block,
+     * so that the option must change the winner. */
+    int32_t rows = 0;
+    for (int32_t t = 1; t <= VG_TUNE_MAX_DENSE_M && !rows; t++) {
+        const vg_plan *all = expected(MODE_DISAGREE, SIZE, t, NULL);
+        if (all && !in_scale_block(all))
+            rows = t;
+    }
+    assert_true(rows > 0);
+    double want_us = 0.0;
+    const vg_plan *want = expected_among(MODE_DISAGREE, SIZE, rows, in_scale_block, &want_us);
+    assert_non_null(want);
+    group G;
+    group_open(&G, SIZE, MODE_DISAGREE, CFG_COORD_IN_BLOCK);
+    for (int q = 0; q < SIZE; q++)
+        G.r[q].rows = rows;
+    group_run(&G);
+    for (int q = 0; q < SIZE; q++) {
+        rank_state *r = &G.r[q];
+        assert_ok(r);
+        assert_int_equal(r->handled, 1);
+        assert_int_equal(r->c.decision, VG_DECISION_MEASURE);
+        assert_ptr_equal(r->c.plan, want);
+        vgtest_assert_near(r->us, want_us, 0.0);
+    }
+    group_close(&G);
+}
 
 /* Every rank takes the candidate whose slowest rank is fastest, which is no
  * rank's local favourite, and stores it with the slowest-rank time. */
@@ -716,7 +769,7 @@ static void set_comm_checks(void **state)
     assert_int_equal(cs.attached, 0);
     assert_int_equal(vg_device_set_comm(dev, NULL), VG_OK);   /* detaching twice is fine */
 
-    /* A closed device's communicator is forgotten (device.c calls this). */
+    /* A closed device's communicator is forgotten (vg_device_close calls this). */
     assert_int_equal(vg_device_set_comm(dev, &ok), VG_OK);
     vg_coord_device_closed(dev);
     assert_int_equal(vg_device_coord_stats(dev, &cs), VG_OK);
@@ -744,6 +797,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(comm_max_error_is_returned_and_releases),
         cmocka_unit_test(group_size_mismatch_fails_everywhere),
         cmocka_unit_test(set_comm_checks),
+        cmocka_unit_test(coordinated_round_keeps_tiles_within_scale_block),
     };
     return VGTEST_MAIN("coord", tests);
 }

@@ -314,6 +314,44 @@ static void trace_marks_unranked_candidates(void **state)
     free(dir);
 }
 
+static double always_infinite(const vg_plan *plan, const vg_gemm_args *args, void *user)
+{
+    (void)plan;
+    (void)args;
+    (void)user;
+    return INFINITY;
+}
+
+/* +inf is no time, as NaN is: it reads us=none and is not ranked, so a
+ * measurement whose every candidate timed +inf takes the heuristic, as a
+ * coordinated round does. */
+static void infinite_times_are_not_ranked(void **state)
+{
+    (void)state;
+    char *dir = vgtest_mkdtemp();
+    char trace[600];
+    snprintf(trace, sizeof trace, "%s/trace", dir);
+    vg_device *dev = open_cpu(NULL);
+    assert_int_equal(vg_device_set_timer(dev, always_infinite, NULL), VG_OK);
+    assert_int_equal(vg_trace_set(dev, trace), VG_OK);
+    test_layer l;
+    layer_open(&l, dev, VG_FAMILY_FP8, VG_PATH_DENSE, N, K, 1, 8);
+    vg_gemm_args a = layer_call(&l, 3);
+    vg_dispatch_info info = gemm_ok(dev, &a);
+    assert_int_equal(info.decision, VG_DECISION_HEURISTIC);
+    assert_string_equal(info.why, "no candidate could be timed");
+    assert_int_equal(vg_device_synchronize(dev, NULL), VG_OK);
+    char *text = slurp(trace);
+    assert_non_null(text);
+    assert_non_null(strstr(text, " us=none status=0 why=the scripted timer gave inf\n"));
+    assert_null(strstr(text, " us=inf"));
+    free(text);
+    layer_close(&l);
+    vg_device_close(dev);
+    vgtest_rmtree(dir);
+    free(dir);
+}
+
 /* fp8_grouped_bmm_decode on: grouped runs as one grouped launch up to 16
  * tokens per group and as the loop above; off: always the loop. */
 static void grouped_switch(void **state)
@@ -517,6 +555,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(capture_refuses_measure),
         cmocka_unit_test(trace_names_every_candidate),
         cmocka_unit_test(trace_marks_unranked_candidates),
+        cmocka_unit_test(infinite_times_are_not_ranked),
         cmocka_unit_test(grouped_switch),
         cmocka_unit_test(grouped_result_matches_reference),
         cmocka_unit_test(unknown_operator_and_bad_args),
