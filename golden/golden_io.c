@@ -144,11 +144,7 @@ static vg_status ffail(const char *file, vg_status s, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    /* names and strings read from the file may hold control characters:
-     * the message stays one printable line */
-    for (char *p = msg; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = '?';
+    vg_make_printable(msg);
     return vg_fail(s, "%s: %s", file, msg);
 }
 
@@ -623,46 +619,11 @@ static vg_status temp_name(const char *file, char *tmp, size_t size)
     return VG_OK;
 }
 
-/* Replaces `file` with the image atomically: plain write(2) and fsync(2)
- * into tmp, then rename(2); on any failure removes tmp and says why in one
- * line (strerror). */
-static vg_status publish_image(const char *file, const char *tmp, const void *image, size_t len)
+/* Replaces `file` with the image atomically (vg_write_file_atomic); the
+ * message starts with the file's name as every other of this file's. */
+static vg_status publish_image(const char *file, const void *image, size_t len)
 {
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0)
-        return ffail(file, VG_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
-    const char *p = image;
-    size_t left = len;
-    int err = 0;
-    while (left > 0) {
-        ssize_t n = write(fd, p, left);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            err = n < 0 ? errno : ENOSPC;
-            break;
-        }
-        p += n;
-        left -= (size_t)n;
-    }
-    /* fsync before the rename, so a crash of the machine cannot leave the
-     * new name on unwritten data; EINVAL: a file that cannot be synced
-     * (a device), nothing to wait for */
-    if (!err && fsync(fd) != 0 && errno != EINVAL && errno != EROFS)
-        err = errno;
-    if (close(fd) != 0 && !err && errno != EINTR)
-        err = errno;
-    if (err) {
-        unlink(tmp);
-        return ffail(file, VG_ERR_IO, "writing %s (%zu of %zu bytes written): %s", tmp,
-                     len - left, len, strerror(err));
-    }
-    if (rename(tmp, file) != 0) {
-        err = errno;
-        unlink(tmp);
-        return ffail(file, VG_ERR_IO, "rename from %s: %s", tmp, strerror(err));
-    }
-    return VG_OK;
+    return vg_write_file_atomic(file, file, image, len, NULL);
 }
 
 vg_status vg_golden_write(const char *file, const vg_golden_file *f)
@@ -679,7 +640,6 @@ vg_status vg_golden_write(const char *file, const vg_golden_file *f)
     char tmp[4096];
     if ((st = temp_name(file, tmp, sizeof tmp)) != VG_OK)
         return st;
-    vg_remove_stale_temporaries(file);
 
     /* The file is built in memory (HDF5's core driver, no backing store)
      * and written out by publish_image below: every disk error is then ours,
@@ -819,7 +779,7 @@ vg_status vg_golden_write(const char *file, const vg_golden_file *f)
 
     if (w.st == VG_OK) {
         seal_image(image, SEAL_BYTES + (size_t)image_len);
-        w.st = publish_image(file, tmp, image, SEAL_BYTES + (size_t)image_len);
+        w.st = publish_image(file, image, SEAL_BYTES + (size_t)image_len);
     }
     free(image);
     return w.st;
@@ -1739,9 +1699,7 @@ vg_status vg_golden_seal(const char *file)
         return st;   /* not a voltgate file at all: check_seal said why */
     }
     seal_image(image, len);
-    char tmp[4096];
-    if ((st = temp_name(file, tmp, sizeof tmp)) == VG_OK)
-        st = publish_image(file, tmp, image, len);
+    st = publish_image(file, image, len);
     free(image);
     return st;
 }

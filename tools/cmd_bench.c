@@ -44,6 +44,7 @@
 #include "cuda/cuda_bench.h"
 #include "fileio.h"
 #include "kernels.h"
+#include "timing.h"
 #include "tools.h"
 #include "voltgate/formats.h"
 #include "voltgate/quant.h"
@@ -114,33 +115,18 @@ typedef struct bench {
 
 /* ---- small helpers ------------------------------------------------------------ */
 
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void stats(const double *s, int n, double *median, double *mn, double *mx)
 {
-    double *t = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
-    if (!t || n <= 0) {
+    if (n <= 0) {
         *median = *mn = *mx = NAN;
-        free(t);
         return;
     }
-    memcpy(t, s, sizeof(double) * (size_t)n);
-    qsort(t, (size_t)n, sizeof(double), cmp_double);
-    *median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-    *mn = t[0];
-    *mx = t[n - 1];
-    free(t);
+    *median = vg_median(s, (size_t)n);
+    *mn = *mx = s[0];
+    for (int i = 1; i < n; i++) {
+        *mn = s[i] < *mn ? s[i] : *mn;
+        *mx = s[i] > *mx ? s[i] : *mx;
+    }
 }
 
 static uint64_t rng_next(uint64_t *s)
@@ -511,14 +497,14 @@ static int run_kernel_row(bench *b, const char *name, const wset *w, vg_family f
         vg_cuda_timer_destroy(timer);
     } else if (st == VG_OK) {
         for (int i = 0; i < b->o.samples && st == VG_OK; i++) {
-            double t0 = now_us();
+            double t0 = vg_now_us();
             for (int r = 0; r < w->R && st == VG_OK; r++) {
                 a.w.q = w->q[r];
                 a.w.scale = w->scale[r];
                 a.w.zero = w->zero[r];
                 st = gemm_call(b, forced, &a, NULL);
             }
-            samples[i] = (now_us() - t0) / w->R;
+            samples[i] = (vg_now_us() - t0) / w->R;
         }
     }
     vg_policy_leave();
@@ -971,9 +957,9 @@ static int measure_copy(bench *b)
             memset(a, 1, bytes);
             memcpy(c, a, bytes);
             for (int i = 0; i < n; i++) {
-                double t0 = now_us();
+                double t0 = vg_now_us();
                 memcpy(i % 2 ? a : c, i % 2 ? c : a, bytes);
-                gbs[i] = 2.0 * (double)bytes / ((now_us() - t0) * 1e-6) / 1e9;
+                gbs[i] = 2.0 * (double)bytes / ((vg_now_us() - t0) * 1e-6) / 1e9;
             }
             double mn, mx;
             stats(gbs, n, &b->copy_gbs, &mn, &mx);
@@ -1472,17 +1458,10 @@ static int write_json(bench *b)
     cJSON_Delete(root);
     if (!text)
         return -1;
-    /* Written to a temporary file and renamed: never a half-written file. */
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", b->o.json);
-    FILE *f = fopen(tmp, "w");
-    int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    if (f && fclose(f) != 0)
-        ok = 0;
+    int ok = tool_write_json(b->o.json, text);
     free(text);
-    if (!ok || rename(tmp, b->o.json) != 0) {
+    if (!ok) {
         fprintf(stderr, "voltgate bench: cannot write %s: %s\n", b->o.json, strerror(errno));
-        remove(tmp);
         return -1;
     }
     return 0;
