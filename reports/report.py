@@ -37,7 +37,6 @@ import argparse
 import os
 import re
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import record as vgrecord  # noqa: E402
@@ -99,12 +98,8 @@ def write_report(runs, latest, baseline, args, problems, target_list=(), targets
                  "coverage": plot_coverage(runs, args.out, written)}
     page = render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots, problems, args,
                        (target_lines, targets_error), recipe, plot_note)
-    fd, tmp = tempfile.mkstemp(prefix=".index-", suffix=".html", dir=args.out)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(page)
-    os.chmod(tmp, 0o644)
     index = os.path.join(args.out, "index.html")
-    os.replace(tmp, index)
+    vgrecord.write_text_atomic(index, page)
     return index, bench_res, golden_res, perf, gold, written, target_lines, recipe
 
 
