@@ -97,6 +97,10 @@ void add_row(bench *b, const char *name, const char *kind, const char *path,
              double flops, double rel_rms);
 int wset_make(bench *b, wset *w, vg_family fam, int G, int N, int K, uint64_t seed);
 void wset_free(bench *b, wset *w);
+/* Times a captured CUDA graph that makes `copies` calls (one per weight
+ * copy): 3 warm-up replays, then b->o.samples replays, each sample the
+ * replay's time over copies (CUDA events). */
+vg_status bench_time_graph(bench *b, void *exec, int copies, double *samples);
 int run_kernel_row(bench *b, const char *name, const wset *w, vg_family fam,
                    vg_path path, int tokens, int m, const int32_t *offsets,
                    const uint16_t *x16, const double *ref, int tune, const vg_plan *forced);

@@ -52,7 +52,7 @@ int run_peer_row(bench *b, vg_cublas *h, const char *name, const wset *w,
                  const double *ref)
 {
     const int G = w->G, N = w->N, K = w->K, m = G * t;
-    void *dx = NULL, *dy = NULL, *exec = NULL, *timer = NULL;
+    void *dx = NULL, *dy = NULL, *exec = NULL;
     double *samples = calloc((size_t)b->o.samples, sizeof(double));
     uint16_t *y = malloc((size_t)m * N * 2);
     int rc = -1;
@@ -91,20 +91,7 @@ int run_peer_row(bench *b, vg_cublas *h, const char *name, const wset *w,
             st = st2;
     }
     if (st == VG_OK)
-        st = vg_cuda_timer_create(&timer);
-    for (int i = 0; i < 3 && st == VG_OK; i++)
-        st = vg_cuda_graph_launch(exec, b->stream);
-    for (int i = 0; i < b->o.samples && st == VG_OK; i++) {
-        double us = 0;
-        st = vg_cuda_timer_start(timer, b->stream);
-        if (st == VG_OK)
-            st = vg_cuda_graph_launch(exec, b->stream);
-        if (st == VG_OK)
-            st = vg_cuda_timer_stop(timer, b->stream);
-        if (st == VG_OK)
-            st = vg_cuda_timer_elapsed_us(timer, &us);
-        samples[i] = us / pw->R;
-    }
+        st = bench_time_graph(b, exec, pw->R, samples);
     if (st == VG_OK) {
         char plan[64];
         snprintf(plan, sizeof plan, batched ? "cublasGemmStridedBatchedEx.%s" : "cublasGemmEx.%s.x%d",
@@ -116,7 +103,6 @@ int run_peer_row(bench *b, vg_cublas *h, const char *name, const wset *w,
     } else {
         fprintf(stderr, "voltgate bench: %s: %s (%s)\n", name, vg_status_str(st), vg_last_error());
     }
-    vg_cuda_timer_destroy(timer);
     vg_cuda_graph_destroy(exec);
     vg_cuda_free(dx);
     vg_cuda_free(dy);

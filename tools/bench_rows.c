@@ -299,6 +299,27 @@ static vg_status gemm_call(bench *b, const vg_plan *forced, const vg_gemm_args *
 }
 
 /* Times one layer call (path, rows per group) through the runtime. */
+vg_status bench_time_graph(bench *b, void *exec, int copies, double *samples)
+{
+    void *timer = NULL;
+    vg_status st = vg_cuda_timer_create(&timer);
+    for (int i = 0; i < 3 && st == VG_OK; i++)
+        st = vg_cuda_graph_launch(exec, b->stream);
+    for (int i = 0; i < b->o.samples && st == VG_OK; i++) {
+        double us = 0;
+        st = vg_cuda_timer_start(timer, b->stream);
+        if (st == VG_OK)
+            st = vg_cuda_graph_launch(exec, b->stream);
+        if (st == VG_OK)
+            st = vg_cuda_timer_stop(timer, b->stream);
+        if (st == VG_OK)
+            st = vg_cuda_timer_elapsed_us(timer, &us);
+        samples[i] = us / copies;
+    }
+    vg_cuda_timer_destroy(timer);
+    return st;
+}
+
 int run_kernel_row(bench *b, const char *name, const wset *w, vg_family fam,
                    vg_path path, int tokens, int m, const int32_t *offsets,
                    const uint16_t *x16, const double *ref, int tune, const vg_plan *forced)
@@ -358,23 +379,8 @@ int run_kernel_row(bench *b, const char *name, const wset *w, vg_family fam,
         if (st == VG_OK)
             st = st2;
         exec = e;
-        void *timer = NULL;
         if (st == VG_OK)
-            st = vg_cuda_timer_create(&timer);
-        for (int i = 0; i < 3 && st == VG_OK; i++)
-            st = vg_cuda_graph_launch(exec, b->stream);
-        for (int i = 0; i < b->o.samples && st == VG_OK; i++) {
-            double us = 0;
-            st = vg_cuda_timer_start(timer, b->stream);
-            if (st == VG_OK)
-                st = vg_cuda_graph_launch(exec, b->stream);
-            if (st == VG_OK)
-                st = vg_cuda_timer_stop(timer, b->stream);
-            if (st == VG_OK)
-                st = vg_cuda_timer_elapsed_us(timer, &us);
-            samples[i] = us / w->R;
-        }
-        vg_cuda_timer_destroy(timer);
+            st = bench_time_graph(b, exec, w->R, samples);
     } else if (st == VG_OK) {
         for (int i = 0; i < b->o.samples && st == VG_OK; i++) {
             double t0 = vg_now_us();
