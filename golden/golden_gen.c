@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "golden_recipe.h"
 #include "prng.h"
 #include "voltgate/formats.h"
 #include "voltgate/quant.h"
@@ -74,6 +75,44 @@ vg_status vg_golden_synth_weight(uint64_t seed, int32_t groups, int32_t n, int32
     }
     free(c);
     free(b);
+    return VG_OK;
+}
+
+/* The messages of a failed step of the rebuild, "recipe weight: <why>";
+ * why is copied first, since vg_fail formats into the buffer that
+ * vg_last_error() returns. */
+static vg_status recipe_fail(vg_status st)
+{
+    char why[600];
+    snprintf(why, sizeof why, "%s", vg_last_error());
+    return vg_fail(st, "recipe weight: %s", why);
+}
+
+vg_status vg_golden_rebuild_recipe(vg_golden_file *f)
+{
+    size_t elems = (size_t)f->groups * (size_t)f->n * (size_t)f->k;
+    float *w = malloc(elems * sizeof(float));
+    f->w_dequant = malloc(elems * sizeof(float));
+    if (!w || !f->w_dequant) {
+        free(w);
+        return vg_fail(VG_ERR_NO_MEMORY, "recipe weight: out of memory");
+    }
+    vg_status st = vg_golden_synth_weight(f->seed, f->groups, f->n, f->k, w);
+    vg_qweight qw;
+    memset(&qw, 0, sizeof qw);
+    if (st == VG_OK)
+        st = vg_quantize(f->family, w, f->groups, f->n, f->k, &qw);
+    free(w);
+    if (st != VG_OK)
+        return recipe_fail(st);
+    /* take ownership of the quantized buffers */
+    f->w_q = qw.q;
+    f->w_scale = qw.scale;
+    f->w_zero = qw.zero;
+    f->w_tensor_scale = qw.w.tensor_scale;
+    vg_weight wt = vg_golden_weight(f);
+    if ((st = vg_dequantize(&wt, f->w_dequant)) != VG_OK)
+        return recipe_fail(st);
     return VG_OK;
 }
 

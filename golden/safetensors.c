@@ -12,26 +12,6 @@
 
 #include "fileio.h"
 
-/* vg_fail, with control characters (from tensor names in the file) made
- * printable so that the message stays one line. */
-static vg_status st_fail(vg_status s, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static vg_status st_fail(vg_status s, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    for (char *p = msg; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = '?';
-    return vg_fail(s, "%s", msg);
-}
-
 static const struct {
     const char *name;
     size_t size;
@@ -92,11 +72,12 @@ static vg_status parse_header(const char *label, const char *json, size_t hlen,
 {
     cJSON *root = cJSON_ParseWithLength(json, hlen);
     if (!root)
-        return st_fail(VG_ERR_FORMAT, "%s: header is not valid JSON (near byte %ld)", label,
-                       cJSON_GetErrorPtr() ? (long)(cJSON_GetErrorPtr() - json) : -1L);
+        return vg_fail_one_line(VG_ERR_FORMAT, "%s: header is not valid JSON (near byte %ld)",
+                                label,
+                                cJSON_GetErrorPtr() ? (long)(cJSON_GetErrorPtr() - json) : -1L);
     vg_status s = VG_OK;
     if (!cJSON_IsObject(root)) {
-        s = st_fail(VG_ERR_FORMAT, "%s: header is not a JSON object", label);
+        s = vg_fail_one_line(VG_ERR_FORMAT, "%s: header is not a JSON object", label);
         goto out;
     }
     size_t n = 0;
@@ -104,39 +85,40 @@ static vg_status parse_header(const char *label, const char *json, size_t hlen,
         n += strcmp(e->string ? e->string : "", "__metadata__") != 0;
     st->tensors = calloc(n ? n : 1, sizeof *st->tensors);
     if (!st->tensors) {
-        s = st_fail(VG_ERR_NO_MEMORY, "%s: out of memory", label);
+        s = vg_fail_one_line(VG_ERR_NO_MEMORY, "%s: out of memory", label);
         goto out;
     }
     for (cJSON *e = root->child; e; e = e->next) {
         const char *name = e->string ? e->string : "";
         if (!strcmp(name, "__metadata__")) {
             if (!cJSON_IsObject(e)) {
-                s = st_fail(VG_ERR_FORMAT, "%s: __metadata__ is not an object", label);
+                s = vg_fail_one_line(VG_ERR_FORMAT, "%s: __metadata__ is not an object", label);
                 goto out;
             }
             for (cJSON *m = e->child; m; m = m->next)
                 if (!cJSON_IsString(m)) {
-                    s = st_fail(VG_ERR_FORMAT, "%s: __metadata__.%s is not a string", label,
-                                m->string ? m->string : "?");
+                    s = vg_fail_one_line(VG_ERR_FORMAT, "%s: __metadata__.%s is not a string",
+                                         label, m->string ? m->string : "?");
                     goto out;
                 }
             continue;
         }
         for (size_t i = 0; i < st->count; i++)
             if (!strcmp(st->tensors[i].name, name)) {
-                s = st_fail(VG_ERR_FORMAT, "%s: tensor '%s' is listed twice", label, name);
+                s = vg_fail_one_line(VG_ERR_FORMAT, "%s: tensor '%s' is listed twice", label, name);
                 goto out;
             }
         vg_st_tensor *t = &st->tensors[st->count];
         if (!cJSON_IsObject(e)) {
-            s = st_fail(VG_ERR_FORMAT, "%s: tensor '%s': entry is not an object", label, name);
+            s = vg_fail_one_line(VG_ERR_FORMAT, "%s: tensor '%s': entry is not an object", label,
+                                 name);
             goto out;
         }
         const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
         const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
         const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
         if (!cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off)) {
-            s = st_fail(VG_ERR_FORMAT,
+            s = vg_fail_one_line(VG_ERR_FORMAT,
                         "%s: tensor '%s': needs \"dtype\" (string), \"shape\" and "
                         "\"data_offsets\" (arrays)", label, name);
             goto out;
@@ -146,15 +128,15 @@ static vg_status parse_header(const char *label, const char *json, size_t hlen,
             if (!strcmp(dt->valuestring, DTYPES[d].name))
                 found = d;
         if (found < 0) {
-            s = st_fail(VG_ERR_FORMAT, "%s: tensor '%s': unknown dtype '%.32s'", label, name,
-                        dt->valuestring);
+            s = vg_fail_one_line(VG_ERR_FORMAT, "%s: tensor '%s': unknown dtype '%.32s'", label,
+                                 name, dt->valuestring);
             goto out;
         }
         t->dtype = (vg_st_dtype)found;
         int rank = cJSON_GetArraySize(sh);
         if (rank > VG_ST_MAX_RANK) {
-            s = st_fail(VG_ERR_FORMAT, "%s: tensor '%s': rank %d exceeds %d", label, name, rank,
-                        VG_ST_MAX_RANK);
+            s = vg_fail_one_line(VG_ERR_FORMAT, "%s: tensor '%s': rank %d exceeds %d", label, name,
+                                 rank, VG_ST_MAX_RANK);
             goto out;
         }
         t->rank = rank;
@@ -164,14 +146,16 @@ static vg_status parse_header(const char *label, const char *json, size_t hlen,
         for (const cJSON *d = sh->child; d; d = d->next, i++) {
             uint64_t v;
             if (!json_uint(d, &v)) {
-                s = st_fail(VG_ERR_FORMAT, "%s: tensor '%s': shape[%d] is not a non-negative "
-                            "integer", label, name, i);
+                s = vg_fail_one_line(VG_ERR_FORMAT,
+                                     "%s: tensor '%s': shape[%d] is not a non-negative "
+                                     "integer",
+                                     label, name, i);
                 goto out;
             }
             t->shape[i] = (int64_t)v;
             if (v && count > UINT64_MAX / v) {
-                s = st_fail(VG_ERR_FORMAT, "%s: tensor '%s': shape product overflows", label,
-                            name);
+                s = vg_fail_one_line(VG_ERR_FORMAT, "%s: tensor '%s': shape product overflows",
+                                     label, name);
                 goto out;
             }
             count *= v;
@@ -179,28 +163,34 @@ static vg_status parse_header(const char *label, const char *json, size_t hlen,
         uint64_t b, en;
         if (cJSON_GetArraySize(off) != 2 || !json_uint(off->child, &b) ||
             !json_uint(off->child->next, &en)) {
-            s = st_fail(VG_ERR_FORMAT, "%s: tensor '%s': data_offsets must be two non-negative "
-                        "integers", label, name);
+            s = vg_fail_one_line(VG_ERR_FORMAT,
+                                 "%s: tensor '%s': data_offsets must be two non-negative "
+                                 "integers",
+                                 label, name);
             goto out;
         }
         if (b > en || en > data_len) {
-            s = st_fail(VG_ERR_FORMAT, "%s: tensor '%s': data_offsets [%llu, %llu] outside the "
-                        "data section of %llu bytes", label, name, (unsigned long long)b,
-                        (unsigned long long)en, (unsigned long long)data_len);
+            s = vg_fail_one_line(VG_ERR_FORMAT,
+                                 "%s: tensor '%s': data_offsets [%llu, %llu] outside the "
+                                 "data section of %llu bytes",
+                                 label, name, (unsigned long long)b, (unsigned long long)en,
+                                 (unsigned long long)data_len);
             goto out;
         }
         size_t es = DTYPES[found].size;
         if (count > UINT64_MAX / es || count * es != en - b) {
-            s = st_fail(VG_ERR_FORMAT, "%s: tensor '%s': shape holds %llu elements of %zu bytes "
-                        "but data_offsets span %llu bytes", label, name,
-                        (unsigned long long)count, es, (unsigned long long)(en - b));
+            s = vg_fail_one_line(VG_ERR_FORMAT,
+                                 "%s: tensor '%s': shape holds %llu elements of %zu bytes "
+                                 "but data_offsets span %llu bytes",
+                                 label, name, (unsigned long long)count, es,
+                                 (unsigned long long)(en - b));
             goto out;
         }
         t->begin = b;
         t->end = en;
         t->name = strdup(name);
         if (!t->name) {
-            s = st_fail(VG_ERR_NO_MEMORY, "%s: out of memory", label);
+            s = vg_fail_one_line(VG_ERR_NO_MEMORY, "%s: out of memory", label);
             goto out;
         }
         st->count++;
@@ -209,7 +199,7 @@ static vg_status parse_header(const char *label, const char *json, size_t hlen,
     if (st->count > 1) {
         vg_st_tensor **order = malloc(st->count * sizeof *order);
         if (!order) {
-            s = st_fail(VG_ERR_NO_MEMORY, "%s: out of memory", label);
+            s = vg_fail_one_line(VG_ERR_NO_MEMORY, "%s: out of memory", label);
             goto out;
         }
         for (size_t i = 0; i < st->count; i++)
@@ -221,8 +211,8 @@ static vg_status parse_header(const char *label, const char *json, size_t hlen,
             if (order[i]->begin == order[i]->end)
                 continue;
             if (reach_name && order[i]->begin < reach)
-                s = st_fail(VG_ERR_FORMAT, "%s: tensors '%s' and '%s' overlap", label, reach_name,
-                            order[i]->name);
+                s = vg_fail_one_line(VG_ERR_FORMAT, "%s: tensors '%s' and '%s' overlap", label,
+                                     reach_name, order[i]->name);
             if (order[i]->end > reach) {
                 reach = order[i]->end;
                 reach_name = order[i]->name;
@@ -239,17 +229,19 @@ out:
 static vg_status header_len(const char *label, const uint8_t *b8, uint64_t size, uint64_t *out)
 {
     if (size < 8)
-        return st_fail(VG_ERR_FORMAT, "%s: %llu bytes, too short for a safetensors header",
+        return vg_fail_one_line(VG_ERR_FORMAT, "%s: %llu bytes, too short for a safetensors header",
                        label, (unsigned long long)size);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--)
         n = (n << 8) | b8[i];
     if (n < 2 || n > VG_ST_MAX_HEADER)
-        return st_fail(VG_ERR_FORMAT, "%s: header length %llu is not sane (2 to %u bytes)", label,
-                       (unsigned long long)n, VG_ST_MAX_HEADER);
+        return vg_fail_one_line(VG_ERR_FORMAT, "%s: header length %llu is not sane (2 to %u bytes)",
+                                label, (unsigned long long)n, VG_ST_MAX_HEADER);
     if (n > size - 8)
-        return st_fail(VG_ERR_FORMAT, "%s: header length %llu runs past the end of the %llu-byte "
-                       "file", label, (unsigned long long)n, (unsigned long long)size);
+        return vg_fail_one_line(VG_ERR_FORMAT,
+                                "%s: header length %llu runs past the end of the %llu-byte "
+                                "file",
+                                label, (unsigned long long)n, (unsigned long long)size);
     *out = n;
     return VG_OK;
 }
@@ -257,7 +249,7 @@ static vg_status header_len(const char *label, const uint8_t *b8, uint64_t size,
 vg_status vg_st_parse(const void *bytes, size_t size, vg_safetensors **out)
 {
     if (!bytes || !out)
-        return st_fail(VG_ERR_INVALID_ARG, "safetensors: NULL argument");
+        return vg_fail_one_line(VG_ERR_INVALID_ARG, "safetensors: NULL argument");
     *out = NULL;
     uint64_t n;
     vg_status s = header_len("safetensors", bytes, size, &n);
@@ -265,7 +257,7 @@ vg_status vg_st_parse(const void *bytes, size_t size, vg_safetensors **out)
         return s;
     vg_safetensors *st = calloc(1, sizeof *st);
     if (!st)
-        return st_fail(VG_ERR_NO_MEMORY, "safetensors: out of memory");
+        return vg_fail_one_line(VG_ERR_NO_MEMORY, "safetensors: out of memory");
     st->header_len = n;
     st->data_start = 8 + n;
     st->data_len = size - 8 - n;
@@ -282,21 +274,21 @@ vg_status vg_st_parse(const void *bytes, size_t size, vg_safetensors **out)
 vg_status vg_st_open(const char *path, vg_safetensors **out)
 {
     if (!path || !out)
-        return st_fail(VG_ERR_INVALID_ARG, "safetensors: NULL argument");
+        return vg_fail_one_line(VG_ERR_INVALID_ARG, "safetensors: NULL argument");
     *out = NULL;
     int fd;
     vg_status os = vg_open_regular_file(path, path, &fd);
     if (os != VG_OK)
-        return st_fail(os, "%s", vg_last_error());
+        return vg_fail_one_line(os, "%s", vg_last_error());
     FILE *fp = fdopen(fd, "rb");
     if (!fp) {
         close(fd);
-        return st_fail(VG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        return vg_fail_one_line(VG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     }
     struct stat sb;
     if (fstat(fileno(fp), &sb) != 0) {
         fclose(fp);
-        return st_fail(VG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        return vg_fail_one_line(VG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     }
     uint64_t size = (uint64_t)sb.st_size, n;
     uint8_t b8[8] = {0};
@@ -312,14 +304,14 @@ vg_status vg_st_open(const char *path, vg_safetensors **out)
         free(json);
         free(st);
         fclose(fp);
-        return st_fail(VG_ERR_NO_MEMORY, "%s: out of memory for a %llu-byte header", path,
+        return vg_fail_one_line(VG_ERR_NO_MEMORY, "%s: out of memory for a %llu-byte header", path,
                        (unsigned long long)n);
     }
     if (fread(json, 1, (size_t)n, fp) != (size_t)n) {
         free(json);
         free(st);
         fclose(fp);
-        return st_fail(VG_ERR_IO, "%s: short read of the header", path);
+        return vg_fail_one_line(VG_ERR_IO, "%s: short read of the header", path);
     }
     fclose(fp);
     st->header_len = n;
@@ -327,7 +319,7 @@ vg_status vg_st_open(const char *path, vg_safetensors **out)
     st->data_len = size - 8 - n;
     st->path = strdup(path);
     s = st->path ? parse_header(path, json, (size_t)n, st->data_len, st)
-                 : st_fail(VG_ERR_NO_MEMORY, "%s: out of memory", path);
+                 : vg_fail_one_line(VG_ERR_NO_MEMORY, "%s: out of memory", path);
     free(json);
     if (s != VG_OK) {
         vg_st_close(st);
@@ -340,23 +332,24 @@ vg_status vg_st_open(const char *path, vg_safetensors **out)
 vg_status vg_st_find(const vg_safetensors *st, const char *name, const vg_st_tensor **out)
 {
     if (!st || !name || !out)
-        return st_fail(VG_ERR_INVALID_ARG, "safetensors: NULL argument");
+        return vg_fail_one_line(VG_ERR_INVALID_ARG, "safetensors: NULL argument");
     for (size_t i = 0; i < st->count; i++)
         if (!strcmp(st->tensors[i].name, name)) {
             *out = &st->tensors[i];
             return VG_OK;
         }
-    return st_fail(VG_ERR_NOT_FOUND, "%s: no tensor named '%s' (%zu tensors in the file)",
+    return vg_fail_one_line(VG_ERR_NOT_FOUND, "%s: no tensor named '%s' (%zu tensors in the file)",
                    st->path ? st->path : "safetensors", name, st->count);
 }
 
 vg_status vg_st_read(const vg_safetensors *st, const vg_st_tensor *t, void *dst, size_t bytes)
 {
     if (!st || !t || (!dst && bytes))
-        return st_fail(VG_ERR_INVALID_ARG, "safetensors: NULL argument");
+        return vg_fail_one_line(VG_ERR_INVALID_ARG, "safetensors: NULL argument");
     if (bytes != t->end - t->begin)
-        return st_fail(VG_ERR_INVALID_ARG, "safetensors: tensor '%s' has %llu bytes, not %zu",
-                       t->name, (unsigned long long)(t->end - t->begin), bytes);
+        return vg_fail_one_line(VG_ERR_INVALID_ARG,
+                                "safetensors: tensor '%s' has %llu bytes, not %zu", t->name,
+                                (unsigned long long)(t->end - t->begin), bytes);
     return vg_st_read_at(st, t, 0, dst, bytes);
 }
 
@@ -364,23 +357,25 @@ vg_status vg_st_read_at(const vg_safetensors *st, const vg_st_tensor *t, uint64_
                         void *dst, size_t bytes)
 {
     if (!st || !t || (!dst && bytes))
-        return st_fail(VG_ERR_INVALID_ARG, "safetensors: NULL argument");
+        return vg_fail_one_line(VG_ERR_INVALID_ARG, "safetensors: NULL argument");
     if (offset > t->end - t->begin || bytes > t->end - t->begin - offset)
-        return st_fail(VG_ERR_INVALID_ARG, "safetensors: tensor '%s' has %llu bytes; %zu bytes "
-                       "at %llu lie outside it", t->name, (unsigned long long)(t->end - t->begin),
-                       bytes, (unsigned long long)offset);
+        return vg_fail_one_line(VG_ERR_INVALID_ARG,
+                                "safetensors: tensor '%s' has %llu bytes; %zu bytes "
+                                "at %llu lie outside it",
+                                t->name, (unsigned long long)(t->end - t->begin), bytes,
+                                (unsigned long long)offset);
     if (st->mem) {
         memcpy(dst, st->mem + st->data_start + t->begin + offset, bytes);
         return VG_OK;
     }
     FILE *fp = fopen(st->path, "rb");
     if (!fp)
-        return st_fail(VG_ERR_IO, "%s: cannot open: %s", st->path, strerror(errno));
+        return vg_fail_one_line(VG_ERR_IO, "%s: cannot open: %s", st->path, strerror(errno));
     int ok = fseeko(fp, (off_t)(st->data_start + t->begin + offset), SEEK_SET) == 0 &&
              fread(dst, 1, bytes, fp) == bytes;
     fclose(fp);
     if (!ok)
-        return st_fail(VG_ERR_IO, "%s: short read of tensor '%s' (file changed?)", st->path,
-                       t->name);
+        return vg_fail_one_line(VG_ERR_IO, "%s: short read of tensor '%s' (file changed?)",
+                                st->path, t->name);
     return VG_OK;
 }

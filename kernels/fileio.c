@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,4 +234,94 @@ void vg_remove_stale_temporaries(const char *file)
             unlinkat(dirfd(d), e->d_name, 0);
     }
     closedir(d);
+}
+
+void vg_make_printable(char *msg)
+{
+    for (char *p = msg; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+}
+
+vg_status vg_fail_one_line(vg_status s, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    vg_make_printable(msg);
+    return vg_fail(s, "%s", msg);
+}
+
+/* fsync of the folder holding path, so a rename into it lasts.  Best
+ * effort: a folder that cannot be opened or synced changes nothing. */
+static void sync_parent(const char *path)
+{
+    char dir[4096];
+    parent_of(path, dir, sizeof dir);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+vg_status vg_write_file_atomic(const char *what, const char *path, const void *data, size_t len,
+                               void (*before_rename)(const char *tmp))
+{
+    char tmp[4200];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp) {
+        errno = ENAMETOOLONG;
+        return vg_fail_one_line(VG_ERR_INVALID_ARG, "%s: path too long", what);
+    }
+    vg_remove_stale_temporaries(path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        int err = errno;
+        vg_status st = vg_fail_one_line(VG_ERR_IO, "%s: cannot create %s: %s", what, tmp,
+                                     strerror(err));
+        errno = err;
+        return st;
+    }
+    const char *p = data;
+    size_t left = len;
+    int err = 0;
+    while (left > 0) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            err = n < 0 ? errno : ENOSPC;
+            break;
+        }
+        p += n;
+        left -= (size_t)n;
+    }
+    /* fsync before the rename, so a crash of the machine cannot leave the
+     * new name on unwritten data; EINVAL or EROFS: a file that cannot be
+     * synced (a device), nothing to wait for */
+    if (!err && fsync(fd) != 0 && errno != EINVAL && errno != EROFS)
+        err = errno;
+    if (close(fd) != 0 && !err && errno != EINTR)
+        err = errno;
+    if (err) {
+        unlink(tmp);
+        vg_status st = vg_fail_one_line(VG_ERR_IO, "%s: writing %s (%zu of %zu bytes written): %s",
+                                     what, tmp, len - left, len, strerror(err));
+        errno = err;
+        return st;
+    }
+    if (before_rename)
+        before_rename(tmp);
+    if (rename(tmp, path) != 0) {
+        err = errno;
+        unlink(tmp);
+        vg_status st = vg_fail_one_line(VG_ERR_IO, "%s: rename from %s: %s", what, tmp,
+                                     strerror(err));
+        errno = err;
+        return st;
+    }
+    sync_parent(path);
+    return VG_OK;
 }

@@ -2,7 +2,8 @@
  * Small file and text helpers shared by every layer above the formats (the
  * LUT, the kernel_config and safetensors readers, the golden writer, the
  * voltgate program): one way to parse an integer, to open an input file, to
- * check an output path and to clear the temporaries of dead writers.
+ * check an output path, to write a file atomically and to clear the
+ * temporaries of dead writers.
  */
 #ifndef VOLTGATE_FILEIO_H
 #define VOLTGATE_FILEIO_H
@@ -45,5 +46,30 @@ vg_status vg_check_output_path(const char *what, const char *path);
 /* Removes the temporaries `<file>.tmp.<pid>` that writers killed before
  * their rename left behind: those whose pid is not alive.  Best effort. */
 void vg_remove_stale_temporaries(const char *file);
+
+/* Shows every control character of msg as '?': names read from files and
+ * paths may hold them, and a message stays one printable line. */
+void vg_make_printable(char *msg);
+
+/* vg_fail with the message made printable (vg_make_printable).  Returns s. */
+vg_status vg_fail_one_line(vg_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Replaces path with the len bytes at data so that a reader, or the machine
+ * after a crash, sees the old file or the new one, never a part: the bytes go
+ * into `<path>.tmp.<pid>` (write(2), fsync(2)), which is renamed over path,
+ * then the folder is synced so the rename itself lasts.  Temporaries of dead
+ * writers are removed first (vg_remove_stale_temporaries).  before_rename,
+ * when not NULL, is called with the temporary's name just before the rename
+ * (tests kill the writer there).  On failure the temporary is removed, errno
+ * holds the cause, and the VG_ERR_IO message, prefixed by what, names the
+ * step ("cannot create T", "writing T (n of m bytes written)", "rename from
+ * T") and the OS's reason; control characters in it are shown as '?', so
+ * it stays one printable line. */
+vg_status vg_write_file_atomic(const char *what, const char *path, const void *data, size_t len,
+                               void (*before_rename)(const char *tmp));
 
 #endif

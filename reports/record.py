@@ -439,6 +439,26 @@ def order_key(rec):
     return (date[:19], float("0" + frac) if frac else 0.0, seq, name)
 
 
+def write_text_atomic(path, text):
+    """Replaces path with text in one piece: a reader sees the old file or
+    the new one, never a part (a temporary beside it, fsync, os.replace);
+    the temporary is removed when anything fails."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 def write_record(rec, directory):
     """Writes rec atomically as a new file in directory; returns its path."""
     os.makedirs(directory, exist_ok=True)

@@ -39,6 +39,9 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import record as vgrecord  # noqa: E402
+
 # ---- the hardware ------------------------------------------------------------
 #
 # Per-pipe cost in scheduler (sub-partition) cycles per warp instruction; an
@@ -520,10 +523,7 @@ def main(argv=None):
         doc = {"schema": "voltgate-sass-model/1", "machine": machine, "machine_source": m["source"],
                "bandwidth_gbs": a.bandwidth_gbs or m["bandwidth_gbs"], "dram_latency_ns": DRAM_LATENCY_NS,
                "kernels": rows}
-        tmp = a.json + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
-        os.replace(tmp, a.json)
+        vgrecord.write_text_atomic(a.json, json.dumps(doc, indent=1))
     if a.require_no_shfl:
         bad = [r for r in rows if r["kind"] == "decode" and (r.get("shfl") or r.get("loop_spill_ops")
                                                               or r.get("stack_bytes"))]

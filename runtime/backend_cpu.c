@@ -7,7 +7,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend.h"
 #include "kernels.h"
@@ -34,13 +33,6 @@ static vg_status cpu_launch(void *ctx, const vg_plan *p, const vg_gemm_args *a)
 /* A launch longer than this is timed once (see cpu_time_plan). */
 #define VG_CPU_LONG_LAUNCH_US 20000.0
 
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 static vg_status cpu_time_plan(void *ctx, const vg_plan *p, const vg_gemm_args *a, int warmup,
                                int reps, double *median_us, vg_timer_info *how)
 {
@@ -50,7 +42,7 @@ static vg_status cpu_time_plan(void *ctx, const vg_plan *p, const vg_gemm_args *
         return vg_fail(VG_ERR_INVALID_ARG, "cpu time_plan: reps %d out of 1..%d", reps,
                        VG_TIMING_MAX_REPS);
     for (int i = 0; i < warmup; i++) {
-        double t0 = now_us();
+        double t0 = vg_now_us();
         vg_status st = vg_cpu_gemm(p, a);
         if (st != VG_OK)
             return st;
@@ -58,7 +50,7 @@ static vg_status cpu_time_plan(void *ctx, const vg_plan *p, const vg_gemm_args *
          * beyond the caches, and scheduling noise is a small fraction of
          * it): its time is the sample.  This keeps a measurement of a
          * full-size layer on 2 cores at one launch per candidate. */
-        double took = now_us() - t0;
+        double took = vg_now_us() - t0;
         if (i == 0 && took > VG_CPU_LONG_LAUNCH_US) {
             *median_us = took;
             return VG_OK;
@@ -66,11 +58,11 @@ static vg_status cpu_time_plan(void *ctx, const vg_plan *p, const vg_gemm_args *
     }
     double samples[VG_TIMING_MAX_REPS];
     for (int i = 0; i < reps; i++) {
-        double t0 = now_us();
+        double t0 = vg_now_us();
         vg_status st = vg_cpu_gemm(p, a);
         if (st != VG_OK)
             return st;
-        samples[i] = now_us() - t0;
+        samples[i] = vg_now_us() - t0;
     }
     *median_us = vg_median(samples, (size_t)reps);
     return VG_OK;

@@ -6,18 +6,11 @@
  * nor the agreement calls the other's caller.
  */
 #include <string.h>
-#include <time.h>
 
 #include "coord_internal.h"
 #include "internal.h"
 #include "kernels.h"
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
+#include "timing.h"
 
 static vg_status gemm_in(vg_device *dev, vg_tuning *t, const vg_policy *pol, const char *op,
                          const vg_gemm_args *args, vg_dispatch_info *info);
@@ -52,7 +45,7 @@ static vg_status gemm_in(vg_device *dev, vg_tuning *t, const vg_policy *pol, con
         return st;
 
     /* The clock is read only when the caller wants the figure. */
-    double t0 = info ? now_us() : 0.0;
+    double t0 = info ? vg_now_us() : 0.0;
     vg_choice c;
     if ((st = vg_dispatch_decide_in(dev, t, pol, args, &c)) != VG_OK)
         return st;
@@ -87,7 +80,7 @@ static vg_status gemm_in(vg_device *dev, vg_tuning *t, const vg_policy *pol, con
         info->policy_hash = c.key.policy;
         info->measured_us = us;
         info->why = vg_reason_name(c.why);
-        info->dispatch_us = now_us() - t0;
+        info->dispatch_us = vg_now_us() - t0;
     }
     return vg_device_launch(dev, c.plan, &a);
 }

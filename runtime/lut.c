@@ -237,32 +237,6 @@ static void appendf(text *t, const char *fmt, ...)
     }
 }
 
-static vg_status write_all(int fd, const char *buf, size_t len, const char *path)
-{
-    while (len) {
-        ssize_t w = write(fd, buf, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return vg_fail(VG_ERR_IO, "lut %s: write: %s", path, strerror(errno));
-        buf += w;
-        len -= (size_t)w;
-    }
-    return VG_OK;
-}
-
-/* fsync of the folder holding `path`, so the rename itself is durable. */
-static void sync_parent(const char *path)
-{
-    char dir[4096];
-    parent_folder(path, dir, sizeof dir);   /* best effort, as the sync itself */
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-}
-
 vg_status vg_lut_export(vg_device *dev, const char *path, uint64_t policy_hash)
 {
     if (!dev || !path || !*path)
@@ -309,36 +283,11 @@ vg_status vg_lut_export_policies(vg_device *dev, vg_tuning *tuning, const char *
         return vg_fail(VG_ERR_NO_MEMORY, "lut %s: out of memory", path);
     }
 
-    char tmp[4200];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp) {
-        free(t.buf);
-        return vg_fail(VG_ERR_INVALID_ARG, "lut %s: path too long", path);
-    }
-    vg_remove_stale_temporaries(path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        free(t.buf);
-        return vg_fail(VG_ERR_IO, "lut %s: cannot create %s: %s", path, tmp, strerror(errno));
-    }
-    vg_status st = write_all(fd, t.buf, t.len, tmp);
+    char what[4200];
+    snprintf(what, sizeof what, "lut %s", path);
+    vg_status st = vg_write_file_atomic(what, path, t.buf, t.len, vg_lut_before_rename_hook);
     free(t.buf);
-    if (st == VG_OK && fsync(fd) != 0)
-        st = vg_fail(VG_ERR_IO, "lut %s: fsync: %s", tmp, strerror(errno));
-    if (close(fd) != 0 && st == VG_OK)
-        st = vg_fail(VG_ERR_IO, "lut %s: close: %s", tmp, strerror(errno));
-    if (st != VG_OK) {
-        unlink(tmp);
-        return st;
-    }
-    if (vg_lut_before_rename_hook)
-        vg_lut_before_rename_hook(tmp);
-    if (rename(tmp, path) != 0) {
-        int err = errno;
-        unlink(tmp);
-        return vg_fail(VG_ERR_IO, "lut %s: rename from %s: %s", path, tmp, strerror(err));
-    }
-    sync_parent(path);
-    return VG_OK;
+    return st;
 }
 
 /* ---- import ---------------------------------------------------------------- */

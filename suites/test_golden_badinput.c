@@ -278,8 +278,8 @@ static void test_pristine_copy_is_good(void **state)
     vg_golden_free(&f);
 }
 
-/* Writes dst = a seal over src's bytes + those bytes, as seal_image in
- * golden_io.c would (SCHEMA.md, "The seal"): a damaged HDF5 image that
+/* Writes dst = a seal over src's bytes + those bytes, as golden_seal_image in
+ * golden_seal.c would (SCHEMA.md, "The seal"): a damaged HDF5 image that
  * carries a valid seal, for the reader's checks behind the seal. */
 static void forge_seal(const char *src, const char *dst)
 {

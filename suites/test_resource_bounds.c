@@ -5,7 +5,7 @@
  *   - LUT (runtime/lut.c, 64 MiB cap) and kernel_config file
  *     (runtime/config.c vg_config_load, 16 MiB cap): a sparse file just
  *     over the cap;
- *   - golden files (golden/golden_io.c, VG_GOLDEN_MAX_*): attributes and
+ *   - golden files (golden/golden_read.c, VG_GOLDEN_MAX_*): attributes and
  *     datasets claiming shapes of terabytes (unwritten chunked datasets, so
  *     the file itself stays a few KB), a recipe weight of 2^40 elements, a
  *     case of 2^20 rows;

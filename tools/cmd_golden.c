@@ -668,17 +668,19 @@ static int cmd_verify(int argc, char **argv)
     }
 
     verify_out vo = {.case_pattern = case_pattern};
-    char json_tmp[4096];
+    /* The JSON is gathered in memory and written in one piece at the end
+     * (vg_write_file_atomic): a killed run leaves no half file. */
+    char *json_text = NULL;
+    size_t json_len = 0;
     if (json) {
         if (vg_check_output_path("--json", json) != VG_OK) {
             fprintf(stderr, "voltgate golden verify: %s\n", vg_last_error());
             rc = VG_EXIT_USAGE;
             goto out;
         }
-        snprintf(json_tmp, sizeof json_tmp, "%s.tmp.%ld", json, (long)getpid());
-        vo.json = fopen(json_tmp, "w");
+        vo.json = open_memstream(&json_text, &json_len);
         if (!vo.json) {
-            fprintf(stderr, "voltgate golden verify: %s: %s\n", json_tmp, strerror(errno));
+            fprintf(stderr, "voltgate golden verify: %s: %s\n", json, strerror(errno));
             goto out;
         }
         fprintf(vo.json, "{\"tool\":\"golden-verify\",\"build\":");
@@ -747,16 +749,17 @@ static int cmd_verify(int argc, char **argv)
     if (vo.json) {
         fprintf(vo.json, "\n]}\n");
         int bad = ferror(vo.json);
-        if (fclose(vo.json) != 0 || bad || rename(json_tmp, json) != 0) {
+        if (fclose(vo.json) != 0 || bad ||
+            vg_write_file_atomic(json, json, json_text, json_len, NULL) != VG_OK) {
             fprintf(stderr, "voltgate golden verify: cannot write %s: %s\n", json,
                     strerror(errno));
-            unlink(json_tmp);
             bad_file = 1;
         }
         vo.json = NULL;
     }
     rc = bad_file ? VG_EXIT_USAGE : vo.failed_rows ? VG_EXIT_FAIL : VG_EXIT_OK;
 out:
+    free(json_text);
     for (int d = 0; d < ndev; d++)
         if (devs[d])
             vg_device_close(devs[d]);

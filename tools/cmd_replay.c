@@ -185,17 +185,8 @@ static int write_json(const char *path, const char *backend, uint64_t warm, uint
     cJSON_Delete(root);
     if (!text)
         return 0;
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    if (f && fclose(f) != 0)
-        ok = 0;
+    int ok = tool_write_json(path, text);
     free(text);
-    if (ok && rename(tmp, path) != 0)
-        ok = 0;
-    if (!ok)
-        unlink(tmp);
     return ok;
 }
 

@@ -5,16 +5,14 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "timing.h"
 #include "tools.h"
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return vg_now_us() * 1e-6;
 }
 
 void tool_progress_start(tool_progress *p, const char *what)

@@ -18,6 +18,10 @@ int cmd_plans(int argc, char **argv);   /* tools/cmd_plans.c */
  * "build". */
 const char *tool_build_id(void);
 
+/* Writes text and a newline to path atomically (vg_write_file_atomic,
+ * tools/json_file.c): 1 on success, else 0 with errno saying why. */
+int tool_write_json(const char *path, const char *text);
+
 /* Every command's default --backend is "auto": cuda when a CUDA device is
  * present, else cpu.  tool_backend() resolves "auto" (other names come back
  * as given) and prints the command's first line, "backend: NAME" (with why,

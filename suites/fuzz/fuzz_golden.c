@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the golden file reader (golden/golden_io.c, vg_golden_read).
+ * Fuzz target: the golden file reader (golden/golden_read.c, vg_golden_read).
  *
  * Two kinds of input:
  *   - raw: bytes with the HDF5 signature at 0 or at 512 (behind a seal)

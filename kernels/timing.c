@@ -1,8 +1,16 @@
-/* Median of timing samples (see timing.h). */
+/* The monotonic clock and the median of timing samples (see timing.h). */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "timing.h"
+
+double vg_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -1,0 +1,300 @@
+/*
+ * voltgate bench: the shapes (wo_a grouped/loop, dense, prefill): for each
+ * one, the rows of every token count, path, tune setting or forced plan,
+ * and of the peers.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "bench.h"
+#include "cuda/cuda_bench.h"
+#include "fileio.h"
+#include "kernels.h"
+#include "timing.h"
+#include "voltgate/formats.h"
+#include "voltgate/quant.h"
+#include "voltgate/reference.h"
+
+/* ---- shapes ------------------------------------------------------------------------------ */
+
+/* X for T rows per group (G groups), FP16 bits and FP32 values; and the
+ * reference of the first t rows of each group is sliced from the full one. */
+typedef struct xset {
+    int rows, K;
+    uint16_t *x16;
+    float *x32;
+    double *ref;  /* [rows][N] against the wset */
+} xset;
+
+static int xset_make(xset *x, const wset *w, int rows_per_group, uint64_t seed, int dense)
+{
+    memset(x, 0, sizeof *x);
+    int G = dense ? 1 : w->G;
+    x->rows = G * rows_per_group;
+    x->K = w->K;
+    size_t count = (size_t)x->rows * w->K;
+    x->x16 = malloc(count * 2);
+    x->x32 = malloc(count * 4);
+    x->ref = malloc((size_t)x->rows * w->N * sizeof(double));
+    if (!x->x16 || !x->x32 || !x->ref)
+        return -1;
+    uint64_t s = seed + 17;
+    for (size_t i = 0; i < count; i++) {
+        x->x16[i] = vg_f32_to_fp16(bench_uniform(&s));
+        x->x32[i] = vg_fp16_to_f32(x->x16[i]);
+    }
+    int32_t off[65];
+    for (int g = 0; g <= G && g < 65; g++)
+        off[g] = g * rows_per_group;
+    vg_status st = vg_reference_gemm(dense ? VG_PATH_DENSE : VG_PATH_GROUPED, x->rows, w->N,
+                                     w->K, dense ? 1 : G, dense ? NULL : off, x->x32, w->wdq,
+                                     x->ref);
+    if (st != VG_OK) {
+        fprintf(stderr, "voltgate bench: reference: %s\n", vg_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+static void xset_free(xset *x)
+{
+    free(x->x16);
+    free(x->x32);
+    free(x->ref);
+    memset(x, 0, sizeof *x);
+}
+
+/* The first t of every T rows of each group, for x16, x32 and ref. */
+static void slice(const xset *full, int G, int T, int t, int N, uint16_t *x16, float *x32,
+                  double *ref)
+{
+    const int K = full->K;
+    for (int g = 0; g < G; g++)
+        for (int j = 0; j < t; j++) {
+            size_t src = (size_t)g * T + j, dst = (size_t)g * t + j;
+            memcpy(x16 + dst * K, full->x16 + src * K, (size_t)K * 2);
+            memcpy(x32 + dst * K, full->x32 + src * K, (size_t)K * 4);
+            memcpy(ref + dst * N, full->ref + src * N, (size_t)N * sizeof(double));
+        }
+}
+
+static int max_tokens(const opts *o, int cap)
+{
+    int t = 0;
+    for (int i = 0; i < o->ntokens; i++)
+        if (o->tokens[i] > t && o->tokens[i] <= cap)
+            t = o->tokens[i];
+    return t;
+}
+
+/* Is id one of the comma-separated ids of list (exactly, not a prefix)? */
+static int id_in_list(const char *list, const char *id)
+{
+    const size_t len = strlen(id);
+    size_t n;
+    for (const char *s = list, *next; s; s = next) {
+        next = vg_list_item(s, &n);
+        if (n == len && !strncmp(s, id, len))
+            return 1;
+    }
+    return 0;
+}
+
+/* The plans --plan forces on one row: every plan of the backend that takes
+ * (family, path, rows) for "all", else those named that take it, in the
+ * backend's order.  Naming a dense and a grouped plan in one list is how one
+ * run times both paths: each row gets the plans of its own path. */
+static size_t forced_plans(bench *b, vg_path path, int rows, const vg_plan **out, size_t max)
+{
+    size_t n = 0;
+    if (vg_device_plans(b->dev, b->o.family, path, rows, out, max, &n) != VG_OK)
+        return 0;
+    if (n > max)
+        n = max;
+    if (!strcmp(b->o.plans, "all"))
+        return n;
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (id_in_list(b->o.plans, out[i]->id))
+            out[kept++] = out[i];
+    return kept;
+}
+
+/* Is id (its first len bytes) a plan of the bench's backend that serves its
+ * family?  The same table `voltgate plans` prints. */
+static int plan_known(const opts *o, const char *id, size_t len)
+{
+    const size_t count = o->cuda ? vg_cuda_plan_count() : vg_cpu_plan_count();
+    for (size_t i = 0; i < count; i++) {
+        const vg_plan *p = o->cuda ? vg_cuda_plan_at(i) : vg_cpu_plan_at(i);
+        if (p && strlen(p->id) == len && !strncmp(p->id, id, len) &&
+            (p->families & VG_FAMILY_BIT(o->family)))
+            return 1;
+    }
+    return 0;
+}
+
+/* The first id of --plan's list that names no such plan (an empty one
+ * included, as in "a,,b"), as a length into the list; NULL if all do. */
+const char *unknown_plan(const opts *o, const char *list, size_t *len)
+{
+    size_t n;
+    for (const char *s = list, *next; s; s = next) {
+        next = vg_list_item(s, &n);
+        if (!plan_known(o, s, n)) {
+            *len = n;
+            return s;
+        }
+    }
+    return NULL;
+}
+
+/* wo_a: G groups of N x K, every tokens value, the paths and tune settings
+ * (or the plans --plan forces). */
+void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int K)
+{
+    const opts *o = &b->o;
+    const int T = max_tokens(o, 1 << 20);
+    if (T <= 0)
+        return;
+    wset w;
+    xset full;
+    if (wset_make(b, &w, o->family, G, N, K, 1) || xset_make(&full, &w, T, 2, 0)) {
+        b->failed = 1;
+        return;
+    }
+    uint16_t *x16 = malloc((size_t)G * T * K * 2);
+    float *x32 = malloc((size_t)G * T * K * 4);
+    double *ref = malloc((size_t)G * T * N * sizeof(double));
+    peer_w pw_bf16 = {{0}, 0}, pw_fp16 = {{0}, 0};
+    int peers = o->cuda && o->peers && h;
+    if (peers && (peer_w_make(b, &pw_bf16, &w, 1) || peer_w_make(b, &pw_fp16, &w, 0))) {
+        fprintf(stderr, "voltgate bench: peer weights: %s\n", vg_last_error());
+        peers = 0;
+    }
+    for (int ti = 0; ti < o->ntokens && x16 && x32 && ref; ti++) {
+        const int t = o->tokens[ti];
+        slice(&full, G, T, t, N, x16, x32, ref);
+        int32_t off[65];
+        for (int g = 0; g <= G; g++)
+            off[g] = g * t;
+        char name[192];
+        for (int p = 0; p < 2 && o->plans; p++) {
+            if ((p == 0 && !o->loop) || (p == 1 && !o->grouped))
+                continue;
+            const vg_path path = p ? VG_PATH_GROUPED : VG_PATH_LOOP;
+            const vg_plan *fp[256];
+            size_t nf = forced_plans(b, path, t, fp, 256);
+            for (size_t f = 0; f < nf; f++) {
+                snprintf(name, sizeof name, "%s/%s/%s/t%d/plan=%s", shape, vg_path_name(path),
+                         vg_family_name(o->family), t, fp[f]->id);
+                if (in_shard(b))
+                    run_kernel_row(b, name, &w, o->family, path, t, G * t, off, x16, ref, 0, fp[f]);
+            }
+        }
+        for (int ui = 0; ui < o->ntunes && !o->plans; ui++)
+            for (int p = 0; p < 2; p++) {
+                if ((p == 0 && !o->loop) || (p == 1 && !o->grouped))
+                    continue;
+                snprintf(name, sizeof name, "%s/%s/%s/t%d/tune=%s", shape, p ? "grouped" : "loop",
+                         vg_family_name(o->family), t, o->tunes[ui] ? "on" : "off");
+                if (in_shard(b))
+                    run_kernel_row(b, name, &w, o->family, p ? VG_PATH_GROUPED : VG_PATH_LOOP, t,
+                                   G * t, off, x16, ref, o->tunes[ui], NULL);
+            }
+        if (!peers)
+            continue;
+        snprintf(name, sizeof name, "%s/peer-cublas-bmm-bf16/t%d", shape, t);
+        if (in_shard(b))
+            run_peer_row(b, h, name, &w, &pw_bf16, 1, 1, t, x32, ref);
+        snprintf(name, sizeof name, "%s/peer-cublas-bmm-fp16/t%d", shape, t);
+        if (in_shard(b))
+            run_peer_row(b, h, name, &w, &pw_fp16, 0, 1, t, x32, ref);
+        snprintf(name, sizeof name, "%s/peer-cublas-loop-bf16/t%d", shape, t);
+        if (in_shard(b))
+            run_peer_row(b, h, name, &w, &pw_bf16, 1, 0, t, x32, ref);
+    }
+    if (peers) {
+        peer_w_free(&pw_bf16);
+        peer_w_free(&pw_fp16);
+    }
+    free(x16);
+    free(x32);
+    free(ref);
+    xset_free(&full);
+    wset_free(b, &w);
+}
+
+/* Dense at N x K for each M (tokens values up to max_m; or exactly ms). */
+void bench_dense(bench *b, vg_cublas *h, const char *shape, int N, int K, const int *ms,
+                 int nms)
+{
+    const opts *o = &b->o;
+    int M = 0;
+    for (int i = 0; i < nms; i++)
+        M = ms[i] > M ? ms[i] : M;
+    if (M <= 0)
+        return;
+    wset w;
+    xset full;
+    /* the reference of a large M is computed on a sample of rows: M rows of
+     * X are built, rows 0..R-1 checked */
+    if (wset_make(b, &w, o->family, 1, N, K, 3) || xset_make(&full, &w, M > 64 ? 16 : M, 4, 1)) {
+        b->failed = 1;
+        return;
+    }
+    peer_w pw = {{0}, 0};
+    int peers = o->cuda && o->peers && h && peer_w_make(b, &pw, &w, 1) == 0;
+    for (int i = 0; i < nms; i++) {
+        const int m = ms[i];
+        uint16_t *x16 = malloc((size_t)m * K * 2);
+        float *x32 = malloc((size_t)m * K * 4);
+        double *ref = malloc((size_t)m * N * sizeof(double));
+        if (!x16 || !x32 || !ref) {
+            free(x16);
+            free(x32);
+            free(ref);
+            b->failed = 1;
+            break;
+        }
+        /* rows beyond the reference repeat it (so every row is checked) */
+        for (int r = 0; r < m; r++) {
+            int src = r % full.rows;
+            memcpy(x16 + (size_t)r * K, full.x16 + (size_t)src * K, (size_t)K * 2);
+            memcpy(x32 + (size_t)r * K, full.x32 + (size_t)src * K, (size_t)K * 4);
+            memcpy(ref + (size_t)r * N, full.ref + (size_t)src * N, (size_t)N * sizeof(double));
+        }
+        char name[192];
+        const vg_plan *fp[256];
+        size_t nf = o->plans ? forced_plans(b, VG_PATH_DENSE, m, fp, 256) : 0;
+        for (size_t f = 0; f < nf; f++) {
+            snprintf(name, sizeof name, "%s/dense/%s/m%d/plan=%s", shape, vg_family_name(o->family),
+                     m, fp[f]->id);
+            if (in_shard(b))
+                run_kernel_row(b, name, &w, o->family, VG_PATH_DENSE, m, m, NULL, x16, ref, 0, fp[f]);
+        }
+        for (int ui = 0; ui < o->ntunes && !o->plans; ui++) {
+            snprintf(name, sizeof name, "%s/dense/%s/m%d/tune=%s", shape,
+                     vg_family_name(o->family), m, o->tunes[ui] ? "on" : "off");
+            if (in_shard(b))
+                run_kernel_row(b, name, &w, o->family, VG_PATH_DENSE, m, m, NULL, x16, ref,
+                               o->tunes[ui], NULL);
+        }
+        if (peers) {
+            snprintf(name, sizeof name, "%s/peer-cublas-bf16/m%d", shape, m);
+            if (in_shard(b))
+                run_peer_row(b, h, name, &w, &pw, 1, 0, m, x32, ref);
+        }
+        free(x16);
+        free(x32);
+        free(ref);
+    }
+    if (peers)
+        peer_w_free(&pw);
+    xset_free(&full);
+    wset_free(b, &w);
+}
