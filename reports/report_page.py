@@ -159,6 +159,29 @@ def golden_case_table(cases, limit=60, out_dir=None):
     return out
 
 
+def v100_ceiling_lookup(model_rows):
+    """plan id, family -> the V100 model's ceiling of the kernel that plan
+    runs, or None.  A plan id (cuda.<path>.<tier>.<tile>.sk<N>) and the
+    model's tile (<kind>.<tile>) share the tile part; the tier word does not
+    always agree (a 64x64x64 tile is 'mid' on grouped, 'prefill' on dense),
+    and split-K runs the same kernel.  The lower ceiling stands where two
+    kernels share a tile (the byte-wise and word-wise scale loaders)."""
+    best = {}
+    for r in model_rows or ():
+        if r.get("ceiling") is None:
+            continue
+        key = (r["tile"].split(".", 1)[-1], r["family"])
+        best[key] = min(best.get(key, 1.0), r["ceiling"])
+
+    def lookup(plan, family):
+        if not plan or not plan.startswith("cuda.") or plan.count(".") < 4:
+            return None
+        tile = ".".join(plan.split(".")[3:])
+        tile = re.sub(r"\.sk[0-9]+$", "", tile)
+        return best.get((tile, family))
+    return lookup
+
+
 def v100_model_section(rows):
     """The V100 ceiling (model) table: one row per plan tile, a column per
     family, each cell the ceiling and the binding pipe."""
@@ -364,19 +387,23 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
     p.append("<h2>Benchmarks against the baseline</h2>")
     if bench_res:
         rows, cls = [], []
+        v100 = v100_ceiling_lookup(latest.v100_model())
         for r in bench_res:
             row = r["row"]
+            ceil_v100 = v100(row["plan"], row["family"]) if row["backend"] == "cuda" else None
             rows.append([row["backend"], row["name"], row["kind"], row["plan"] or "-", row["decision"],
                          _fmt(r["median_base"]), _fmt(row["median_us"]),
                          f"{_fmt(row['min_us'])} - {_fmt(row['max_us'])}",
                          _fmt(r["effect"] * 100 if r["effect"] is not None else None, "{:+.1f}%"),
                          _fmt(r["p"], "{:.2g}"), f"{r['n_base']}/{r['n_new']}",
                          _fmt(row["bandwidth_fraction"], "{:.3f}"), _fmt(row.get("ceiling_fraction"), "{:.3f}"),
+                         _fmt(ceil_v100, "{:.2f}"),
                          r["verdict"] + ("; OUTPUT CHECK FAILED" if row.get("output_ok") is False else "")])
             cls.append("bad" if row.get("output_ok") is False else
                        {"regressed": "bad", "improved": "good", "too few samples": "warn"}.get(r["verdict"], ""))
         p.append(_table(["backend", "benchmark", "kind", "plan", "decision", "baseline median us", "median us",
-                         "min - max us", "change", "p", "n base/new", "bw fraction", "ceil fraction", "verdict"],
+                         "min - max us", "change", "p", "n base/new", "bw fraction", "ceil fraction",
+                         "V100 ceiling (model)", "verdict"],
                         rows, cls))
     else:
         p.append("<p class='muted'>No benchmark rows in the latest run.</p>")

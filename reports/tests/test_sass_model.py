@@ -118,6 +118,19 @@ class IntoTheRecordAndReport(unittest.TestCase):
         rec.pop("v100_model")
         self.record.check_record(json.loads(json.dumps(rec)), "rec")
 
+    def test_bench_rows_find_their_plans_ceiling(self):
+        rows = self.record.v100_model_rows(self.doc, "m.json")
+        lookup = self.report.v100_ceiling_lookup(rows)
+        # a plan id names the tile the model found, on any path and split
+        self.assertAlmostEqual(lookup("cuda.grouped.decode.m8n16w4.u2.sk1", "awq"), 68 / V100_BYTES_PER_CLK_SM / 13,
+                               places=4)
+        self.assertAlmostEqual(lookup("cuda.dense.decode.m8n16w4.u2.sk2", "awq"), 68 / V100_BYTES_PER_CLK_SM / 13,
+                               places=4)
+        self.assertAlmostEqual(lookup("cuda.dense.prefill.m128n128k64.s3.sk1", "fp8"), 0.25)
+        self.assertIsNone(lookup("cuda.grouped.decode.m8n16w4.u2.sk1", "fp8"))    # no fp8 decode in the listing
+        self.assertIsNone(lookup("cpu.dense.tile.m8n8", "awq"))
+        self.assertIsNone(lookup(None, "awq"))
+
     def test_page_section(self):
         rows = self.record.v100_model_rows(self.doc, "m.json")
         html = self.report.v100_model_section(rows)
