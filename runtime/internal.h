@@ -294,8 +294,8 @@ typedef struct vg_choice {
     vg_decision decision;     /* MEASURE means "measure now", plan NULL */
     const vg_plan *plan;
     vg_path path;             /* after the grouped -> loop reroute */
-    int32_t rows;             /* the shape bucket: M or rows per group */
-    int within_limits;
+    int32_t rows;             /* the call's M or rows per group (key.rows is its bucket) */
+    int within_limits;        /* there is a bucket: tuning may apply */
     vg_reason why;
     vg_cache_key key;
     vg_tuning *tuning;        /* whose measured set: the device's or an engine's */
