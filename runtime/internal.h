@@ -79,7 +79,7 @@ int vg_lut_template_valid(const char *tmpl, char *why, size_t size);
 
 /* One cached plan for one number of rows of a series. */
 typedef struct vg_cache_item {
-    int32_t rows;             /* dense: M; grouped/loop/moe: rows per group */
+    int32_t rows;             /* the bucket of dense M or of rows per group */
     const vg_plan *plan;
     double time_us;           /* the winning median when it was measured */
     int imported;             /* 1 when it came from a LUT */
