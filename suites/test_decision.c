@@ -134,48 +134,29 @@ static void bucket_measures_then_reuses(void **state)
     layer_open(&l, dev, VG_FAMILY_AWQ, VG_PATH_DENSE, N, K, 1, 300);
     layer_open(&g, dev, VG_FAMILY_FP8, VG_PATH_GROUPED, N, K, 2, 300);
 
-    vg_gemm_args a = layer_call(&l, 100);
-    vg_dispatch_info info = gemm_ok(dev, &a);
-    assert_int_equal(info.decision, VG_DECISION_MEASURE);
-    const vg_plan *won = script_winner(&s, VG_FAMILY_AWQ, VG_PATH_DENSE, 100);
-    assert_ptr_equal(info.plan, won);
+    const vg_plan *won = expect_call(dev, &l, 100, VG_DECISION_MEASURE).plan;
+    assert_ptr_equal(won, script_winner(&s, VG_FAMILY_AWQ, VG_PATH_DENSE, 100));
     int timed = atomic_load(&s.calls);
     assert_true(timed >= 2);
     const int32_t same_bucket[] = {120, 65, 128, 100};
-    for (size_t i = 0; i < sizeof same_bucket / sizeof same_bucket[0]; i++) {
-        a = layer_call(&l, same_bucket[i]);
-        info = gemm_ok(dev, &a);
-        assert_int_equal(info.decision, VG_DECISION_REUSE);
-        assert_string_equal(info.why, "cached");
-        assert_ptr_equal(info.plan, won);
-    }
+    expect_reused(dev, &l, same_bucket, sizeof same_bucket / sizeof same_bucket[0], won);
+    assert_string_equal(expect_call(dev, &l, 127, VG_DECISION_REUSE).why, "cached");
     assert_int_equal(atomic_load(&s.calls), timed);
     assert_int_equal(measured_total(dev), 1);
 
-    a = layer_call(&l, 129);
-    info = gemm_ok(dev, &a);
-    assert_int_equal(info.decision, VG_DECISION_MEASURE);
-    assert_ptr_equal(info.plan, script_winner(&s, VG_FAMILY_AWQ, VG_PATH_DENSE, 129));
-    a = layer_call(&l, 256);
-    assert_int_equal(gemm_ok(dev, &a).decision, VG_DECISION_REUSE);
-    a = layer_call(&l, VG_TUNE_MAX_DENSE_M);
-    assert_int_equal(gemm_ok(dev, &a).decision, VG_DECISION_MEASURE);
-    a = layer_call(&l, VG_TUNE_MAX_DENSE_M - 1);
-    assert_int_equal(gemm_ok(dev, &a).decision, VG_DECISION_MEASURE);
+    assert_ptr_equal(expect_call(dev, &l, 129, VG_DECISION_MEASURE).plan,
+                     script_winner(&s, VG_FAMILY_AWQ, VG_PATH_DENSE, 129));
+    expect_call(dev, &l, 256, VG_DECISION_REUSE);
+    expect_call(dev, &l, VG_TUNE_MAX_DENSE_M, VG_DECISION_MEASURE);
+    expect_call(dev, &l, VG_TUNE_MAX_DENSE_M - 1, VG_DECISION_MEASURE);
     assert_int_equal(measured_total(dev), 4);
 
     /* Per group (grouped, rerouted to loop): 129..256 rows share the 256
      * bucket. */
-    a = layer_call(&g, 200);
-    info = gemm_ok(dev, &a);
-    assert_int_equal(info.decision, VG_DECISION_MEASURE);
-    assert_int_equal(info.path, VG_PATH_LOOP);
-    a = layer_call(&g, 129);
-    info = gemm_ok(dev, &a);
-    assert_int_equal(info.decision, VG_DECISION_REUSE);
-    assert_ptr_equal(info.plan, script_winner(&s, VG_FAMILY_FP8, VG_PATH_LOOP, 200));
-    a = layer_call(&g, 257);
-    assert_int_equal(gemm_ok(dev, &a).decision, VG_DECISION_MEASURE);
+    assert_int_equal(expect_call(dev, &g, 200, VG_DECISION_MEASURE).path, VG_PATH_LOOP);
+    assert_ptr_equal(expect_call(dev, &g, 129, VG_DECISION_REUSE).plan,
+                     script_winner(&s, VG_FAMILY_FP8, VG_PATH_LOOP, 200));
+    expect_call(dev, &g, 257, VG_DECISION_MEASURE);
     assert_int_equal(measured_total(dev), 6);
     layer_close(&l);
     layer_close(&g);

@@ -166,6 +166,27 @@ static inline vg_dispatch_info gemm_ok(vg_device *dev, const vg_gemm_args *a)
     return info;
 }
 
+/* One call of `rows` rows on layer `l` that must be decided `want`. */
+static inline vg_dispatch_info expect_call(vg_device *dev, const test_layer *l, int32_t rows,
+                                           vg_decision want)
+{
+    vg_gemm_args a = layer_call(l, rows);
+    vg_dispatch_info info = gemm_ok(dev, &a);
+    if (info.decision != want)
+        print_error("%d rows: decision %d, expected %d\n", (int)rows, (int)info.decision,
+                    (int)want);
+    assert_int_equal(info.decision, want);
+    return info;
+}
+
+/* Each of `count` row counts on layer `l` is reused with `plan`. */
+static inline void expect_reused(vg_device *dev, const test_layer *l, const int32_t *rows,
+                                 size_t count, const vg_plan *plan)
+{
+    for (size_t i = 0; i < count; i++)
+        assert_ptr_equal(expect_call(dev, l, rows[i], VG_DECISION_REUSE).plan, plan);
+}
+
 static inline uint64_t measured_total(vg_device *dev)
 {
     vg_tuning_state ts;

@@ -213,29 +213,17 @@ static void frozen_reuses_next_larger_bucket(void **state)
     vg_device *dev = open_cpu(&s);
     test_layer l;
     layer_open(&l, dev, VG_FAMILY_NVFP4, VG_PATH_DENSE, N, K, 1, VG_TUNE_MAX_BUCKET_ROWS + 1);
-    vg_gemm_args a = layer_call(&l, 250);
-    vg_dispatch_info info = gemm_ok(dev, &a);
-    assert_int_equal(info.decision, VG_DECISION_MEASURE);
-    const vg_plan *won = info.plan;
+    const vg_plan *won = expect_call(dev, &l, 250, VG_DECISION_MEASURE).plan;
     assert_ptr_equal(won, script_winner(&s, VG_FAMILY_NVFP4, VG_PATH_DENSE, 250));
     assert_int_equal(vg_device_freeze_tuning(dev), VG_OK);
     int calls = atomic_load(&s.calls);
 
     const int32_t reused[] = {200, 129, 256, 40};
-    for (size_t i = 0; i < sizeof reused / sizeof reused[0]; i++) {
-        a = layer_call(&l, reused[i]);
-        info = gemm_ok(dev, &a);
-        assert_int_equal(info.decision, VG_DECISION_REUSE);
-        assert_ptr_equal(info.plan, won);
-    }
+    expect_reused(dev, &l, reused, sizeof reused / sizeof reused[0], won);
     const int32_t heuristic[] = {257, VG_TUNE_MAX_BUCKET_ROWS, VG_TUNE_MAX_BUCKET_ROWS + 1};
-    for (size_t i = 0; i < sizeof heuristic / sizeof heuristic[0]; i++) {
-        a = layer_call(&l, heuristic[i]);
-        info = gemm_ok(dev, &a);
-        assert_int_equal(info.decision, VG_DECISION_HEURISTIC);
-        assert_ptr_equal(info.plan,
+    for (size_t i = 0; i < sizeof heuristic / sizeof heuristic[0]; i++)
+        assert_ptr_equal(expect_call(dev, &l, heuristic[i], VG_DECISION_HEURISTIC).plan,
                          vg_cpu_heuristic(VG_FAMILY_NVFP4, VG_PATH_DENSE, heuristic[i], N, K));
-    }
     assert_int_equal(atomic_load(&s.calls), calls);
     vg_tuning_state ts;
     assert_int_equal(vg_device_tuning_state(dev, &ts), VG_OK);

@@ -577,6 +577,17 @@ static void lut_fifo_and_folder_refused(void **state)
     vg_device_close(dev);
 }
 
+/* A fresh cpu device timed by `s` that imported f->lut, whose one entry
+ * must apply. */
+static vg_device *import_one_entry(fixture *f, script *s)
+{
+    vg_device *dev = open_cpu(s);
+    vg_lut_report r;
+    assert_int_equal(vg_lut_import(dev, f->lut, 0, &r), VG_OK);
+    assert_int_equal(r.applied, 1);
+    return dev;
+}
+
 /* A bucket entry round-trips: the 128 bucket measured at M=100 is written
  * as rows=128, and a fresh device that imports it serves every M of the
  * bucket (and, frozen, the smaller M below it) with that plan, timing
@@ -588,10 +599,7 @@ static void lut_bucket_round_trip(void **state)
     vg_device *dev = open_cpu(&s);
     test_layer d;
     layer_open(&d, dev, VG_FAMILY_FP8, VG_PATH_DENSE, N, K, 1, 200);
-    vg_gemm_args a = layer_call(&d, 100);
-    vg_dispatch_info info = gemm_ok(dev, &a);
-    assert_int_equal(info.decision, VG_DECISION_MEASURE);
-    const vg_plan *won = info.plan;
+    const vg_plan *won = expect_call(dev, &d, 100, VG_DECISION_MEASURE).plan;
     assert_int_equal(vg_lut_export(dev, f->lut, 0), VG_OK);
     char *text = slurp(f->lut);
     assert_non_null(strstr(text, " family=fp8 path=dense n=64 k=128 groups=1 rows=128 plan="));
@@ -599,22 +607,12 @@ static void lut_bucket_round_trip(void **state)
     free(text);
 
     script s2 = {.stride = 1};
-    vg_device *fresh = open_cpu(&s2);
-    vg_lut_report r;
-    assert_int_equal(vg_lut_import(fresh, f->lut, 0, &r), VG_OK);
-    assert_int_equal(r.applied, 1);
+    vg_device *fresh = import_one_entry(f, &s2);
     const int32_t bucket[] = {65, 100, 127, 128};
-    for (size_t i = 0; i < sizeof bucket / sizeof bucket[0]; i++) {
-        a = layer_call(&d, bucket[i]);
-        info = gemm_ok(fresh, &a);
-        assert_int_equal(info.decision, VG_DECISION_REUSE);
-        assert_ptr_equal(info.plan, won);
-    }
+    expect_reused(fresh, &d, bucket, sizeof bucket / sizeof bucket[0], won);
     assert_int_equal(vg_device_freeze_tuning(fresh), VG_OK);
-    a = layer_call(&d, 30);
-    info = gemm_ok(fresh, &a);
-    assert_int_equal(info.decision, VG_DECISION_REUSE);
-    assert_ptr_equal(info.plan, won);
+    const int32_t below[] = {30};
+    expect_reused(fresh, &d, below, 1, won);
     assert_int_equal(atomic_load(&s2.calls), 0);
     assert_int_equal(measured_total(fresh), 0);
     vg_device_close(fresh);
@@ -642,19 +640,13 @@ static void lut_before_buckets_still_imports(void **state)
     free(sealed);
 
     script s = {.stride = 1};
-    vg_device *dev = open_cpu(&s);
-    vg_lut_report r;
-    assert_int_equal(vg_lut_import(dev, f->lut, 0, &r), VG_OK);
-    assert_int_equal(r.applied, 1);
+    vg_device *dev = import_one_entry(f, &s);
     test_layer d;
     layer_open(&d, dev, VG_FAMILY_FP8, VG_PATH_DENSE, N, K, 1, 100);
-    vg_gemm_args a = layer_call(&d, VG_TUNE_MAX_DENSE_M);
-    vg_dispatch_info info = gemm_ok(dev, &a);
-    assert_int_equal(info.decision, VG_DECISION_REUSE);
-    assert_ptr_equal(info.plan, plan);
+    const int32_t imported[] = {VG_TUNE_MAX_DENSE_M};
+    expect_reused(dev, &d, imported, 1, plan);
     assert_int_equal(atomic_load(&s.calls), 0);
-    a = layer_call(&d, VG_TUNE_MAX_DENSE_M + 1);
-    assert_int_equal(gemm_ok(dev, &a).decision, VG_DECISION_MEASURE);
+    expect_call(dev, &d, VG_TUNE_MAX_DENSE_M + 1, VG_DECISION_MEASURE);
     assert_int_equal(measured_total(dev), 1);
     layer_close(&d);
     vg_device_close(dev);

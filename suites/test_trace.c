@@ -196,41 +196,56 @@ static void env_one_is_stderr(void **state)
 /* Bucketed calls on the trace: m= is the call's own M; the first call of
  * the 128 bucket measures, the next one reuses its plan, a call above the
  * bucket range is heuristic. */
+typedef struct trace_dir {
+    char *dir;
+    char path[600];   /* <dir>/trace.log */
+} trace_dir;
+
+static int trace_dir_open(void **state)
+{
+    trace_dir *t = calloc(1, sizeof *t);
+    t->dir = vgtest_mkdtemp();
+    snprintf(t->path, sizeof t->path, "%s/trace.log", t->dir);
+    *state = t;
+    return 0;
+}
+
+static int trace_dir_close(void **state)
+{
+    trace_dir *t = *state;
+    vgtest_rmtree(t->dir);
+    free(t->dir);
+    free(t);
+    return 0;
+}
+
 static void bucket_decisions_traced(void **state)
 {
-    (void)state;
-    char *dir = vgtest_mkdtemp();
-    char path[600];
-    snprintf(path, sizeof path, "%s/trace.log", dir);
+    const char *path = ((trace_dir *)*state)->path;
     script s = {.stride = 1};
     vg_device *dev = open_cpu(&s);
     assert_int_equal(vg_trace_set(dev, path), VG_OK);
     test_layer d;
     layer_open(&d, dev, VG_FAMILY_MXFP4, VG_PATH_DENSE, 32, 32, 1, VG_TUNE_MAX_BUCKET_ROWS + 1);
-    vg_gemm_args a = layer_call(&d, 100);
-    vg_dispatch_info i1 = gemm_ok(dev, &a);
-    a = layer_call(&d, 120);
-    vg_dispatch_info i2 = gemm_ok(dev, &a);
-    a = layer_call(&d, VG_TUNE_MAX_BUCKET_ROWS + 1);
-    vg_dispatch_info i3 = gemm_ok(dev, &a);
+    const vg_plan *won = expect_call(dev, &d, 100, VG_DECISION_MEASURE).plan;
+    assert_ptr_equal(expect_call(dev, &d, 120, VG_DECISION_REUSE).plan, won);
+    const vg_plan *rule =
+        expect_call(dev, &d, VG_TUNE_MAX_BUCKET_ROWS + 1, VG_DECISION_HEURISTIC).plan;
 
     int n = 0;
     trace_rec *r = read_trace(path, &n);
     assert_int_equal(n, 3);
     uint64_t h = default_hash();
-    expect_rec(&r[0], "gemm", "mxfp4", "dense", 100, 32, 32, 1, h, "measure", i1.plan->id, 1, 0);
-    expect_rec(&r[1], "gemm", "mxfp4", "dense", 120, 32, 32, 1, h, "reuse", i1.plan->id, 1, 0);
-    assert_ptr_equal(i2.plan, i1.plan);
+    expect_rec(&r[0], "gemm", "mxfp4", "dense", 100, 32, 32, 1, h, "measure", won->id, 1, 0);
+    expect_rec(&r[1], "gemm", "mxfp4", "dense", 120, 32, 32, 1, h, "reuse", won->id, 1, 0);
     expect_rec(&r[2], "gemm", "mxfp4", "dense", VG_TUNE_MAX_BUCKET_ROWS + 1, 32, 32, 1, h,
-               "heuristic", i3.plan->id, 1, 0);
+               "heuristic", rule->id, 1, 0);
     char *text = slurp(path);
     assert_non_null(strstr(text, "vg-trace-candidate op=gemm family=mxfp4 path=dense m=100 "));
     free(text);
     free(r);
     layer_close(&d);
     vg_device_close(dev);
-    vgtest_rmtree(dir);
-    free(dir);
 }
 
 static void set_and_off(void **state)
@@ -323,7 +338,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(parser_is_strict),
         cmocka_unit_test(env_path_exact_lines),
         cmocka_unit_test(env_one_is_stderr),
-        cmocka_unit_test(bucket_decisions_traced),
+        cmocka_unit_test_setup_teardown(bucket_decisions_traced, trace_dir_open, trace_dir_close),
         cmocka_unit_test(set_and_off),
         cmocka_unit_test(concurrent_lines_do_not_interleave),
     };
