@@ -21,9 +21,9 @@
  *      the next larger measured shape or the heuristic and the trace says
  *      "capturing" on a vg-trace-note line.
  *   8. Otherwise measure: time every plan that applies to the bucket's
- *      rows, so the winner can run every call of the bucket (the backend's timer:
- *      warm-up launches, repeated launches, median; or the test's scripted
- *      timer), keep the fastest (the first in table order on a tie) with its
+ *      rows, so the winner can run every call of the bucket (the backend's
+ *      timer: warm-up launches, repeated launches, median; or the test's
+ *      scripted timer), keep the fastest (the first in table order on a tie) with its
  *      time in the cache, then run it for the call.  The candidates are
  *      timed on the call that triggered the measurement (its actual rows),
  *      not on a synthetic call of the bucket's rows: the caller's buffers
