@@ -1,8 +1,9 @@
 /*
  * The dispatch cache: (policy hash, family, path, shape) -> plan.
  *
- * A shape is (n, k, groups, rows) where rows is the shape bucket: M on the
- * dense path, the rows of the largest group on grouped, loop and moe.  Items
+ * A shape is (n, k, groups, rows) where rows is the shape bucket
+ * (vg_tune_bucket_rows) of M on the dense path, of the rows of the largest
+ * group on grouped, loop and moe.  Items
  * that differ only in rows form a series, kept sorted by rows, so the
  * frozen-device lookup "the next larger measured shape in the same
  * partition, family and path" is the same binary search as the exact one.

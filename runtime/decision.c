@@ -4,23 +4,33 @@
  *
  *   1. Reroute: grouped becomes loop above GROUPED_DECODE_MAX_TOKENS rows
  *      per group, or when the policy's fp8_grouped_bmm_decode is off.
- *   2. The shape bucket is the rows: M on dense, the rows of the largest
- *      group elsewhere.  Inside the tuning limits means dense M <=
- *      VG_TUNE_MAX_DENSE_M, or rows per group <= VG_TUNE_MAX_GROUP_TOKENS.
- *   3. Beyond the limits: heuristic, always (nothing there is measured and
- *      nothing there is looked up, frozen or not).
- *   4. Cached for (policy, family, path, n, k, groups, rows): reuse.
- *   5. Frozen device: the plan of the next larger measured shape of the
+ *   2. The rows are M on dense, the rows of the largest group elsewhere.
+ *      The shape bucket (vg_tune_bucket_rows) is the rows themselves
+ *      inside the exact limits (dense M <= VG_TUNE_MAX_DENSE_M, rows per
+ *      group <= VG_TUNE_MAX_GROUP_TOKENS), else the next power of two up
+ *      to VG_TUNE_MAX_BUCKET_ROWS.  The cache key, the measurement, the
+ *      frozen lookup, the LUT and coordinated rounds all use the bucket.
+ *   3. Beyond VG_TUNE_MAX_BUCKET_ROWS: heuristic, always (nothing there is
+ *      measured and nothing there is looked up, frozen or not).
+ *   4. Cached for (policy, family, path, n, k, groups, bucket): reuse.
+ *   5. Frozen device: the plan of the next larger measured bucket of the
  *      same series (reuse), else the heuristic.  Never measure.
  *   6. Tuning off (fp8_tune_small_shapes false): heuristic.
  *   7. The stream is capturing a graph: measuring would launch and time
  *      outside the graph's order, so it is refused; the call falls back to
  *      the next larger measured shape or the heuristic and the trace says
  *      "capturing" on a vg-trace-note line.
- *   8. Otherwise measure: time every plan that applies (the backend's timer:
- *      warm-up launches, repeated launches, median; or the test's scripted
- *      timer), keep the fastest (the first in table order on a tie) with its
- *      time in the cache, then run it for the call.
+ *   8. Otherwise measure: time every plan that applies to the bucket's
+ *      rows, so the winner can run every call of the bucket (the backend's
+ *      timer: warm-up launches, repeated launches, median; or the test's
+ *      scripted timer), keep the fastest (the first in table order on a tie) with its
+ *      time in the cache, then run it for the call.  The candidates are
+ *      timed on the call that triggered the measurement (its actual rows),
+ *      not on a synthetic call of the bucket's rows: the caller's buffers
+ *      are the only ones sized for this layer, timing a bucket's rows would
+ *      need scratch inputs and outputs of up to VG_TUNE_MAX_BUCKET_ROWS
+ *      rows per call, and the plan ranking inside one power-of-two bucket
+ *      is what the first call of the bucket sees.
  *
  * The freeze check of step 5 is repeated inside the measurement protocol
  * (freeze.c), so a freeze that lands between the lookup and the measurement
@@ -35,6 +45,19 @@
 #include <stdlib.h>
 
 #include "internal.h"
+
+int32_t vg_tune_bucket_rows(vg_path path, int32_t rows)
+{
+    int32_t exact_limit = path == VG_PATH_DENSE ? VG_TUNE_MAX_DENSE_M : VG_TUNE_MAX_GROUP_TOKENS;
+    if (rows <= 0 || rows > VG_TUNE_MAX_BUCKET_ROWS)
+        return 0;
+    if (rows <= exact_limit)
+        return rows;
+    int32_t bucket = 1;
+    while (bucket < rows)
+        bucket *= 2;
+    return bucket;
+}
 
 vg_status vg_decide_heuristic(vg_device *dev, const vg_gemm_args *args, vg_choice *c,
                               vg_reason why)
@@ -116,11 +139,11 @@ vg_status vg_dispatch_decide_in(vg_device *dev, vg_tuning *t, const vg_policy *p
     if (c->path == VG_PATH_GROUPED &&
         (!fp->grouped_bmm_decode || c->rows > GROUPED_DECODE_MAX_TOKENS))
         c->path = VG_PATH_LOOP;
-    c->within_limits = c->path == VG_PATH_DENSE ? c->rows <= VG_TUNE_MAX_DENSE_M
-                                                : c->rows <= VG_TUNE_MAX_GROUP_TOKENS;
+    int32_t bucket = vg_tune_bucket_rows(c->path, c->rows);
+    c->within_limits = bucket > 0;
     c->key = (vg_cache_key){.policy = fp->hash, .family = args->w.family, .path = c->path,
                             .n = args->w.n, .k = args->w.k, .groups = args->w.groups,
-                            .rows = c->rows};
+                            .rows = bucket};
 
     if (c->rows <= 0)
         return vg_decide_heuristic(dev, args, c, VG_REASON_EMPTY_CALL);
@@ -153,7 +176,7 @@ size_t vg_measure_candidates(vg_device *dev, const vg_policy *pol, const vg_gemm
     size_t n = 0, total = dev->ops->plan_count();
     for (size_t i = 0; i < total; i++) {
         const vg_plan *p = dev->ops->plan_at(i);
-        if (!vg_plan_applies(p, args->w.family, c->path, c->rows))
+        if (!vg_plan_applies(p, args->w.family, c->path, c->key.rows))
             continue;
         if (within_block && (p->tile_n <= 0 || p->tile_k <= 0 || 128 % p->tile_n != 0 ||
                              128 % p->tile_k != 0))

@@ -79,7 +79,7 @@ int vg_lut_template_valid(const char *tmpl, char *why, size_t size);
 
 /* One cached plan for one number of rows of a series. */
 typedef struct vg_cache_item {
-    int32_t rows;             /* dense: M; grouped/loop/moe: rows per group */
+    int32_t rows;             /* the bucket of dense M or of rows per group */
     const vg_plan *plan;
     double time_us;           /* the winning median when it was measured */
     int imported;             /* 1 when it came from a LUT */
@@ -294,8 +294,8 @@ typedef struct vg_choice {
     vg_decision decision;     /* MEASURE means "measure now", plan NULL */
     const vg_plan *plan;
     vg_path path;             /* after the grouped -> loop reroute */
-    int32_t rows;             /* the shape bucket: M or rows per group */
-    int within_limits;
+    int32_t rows;             /* the call's M or rows per group (key.rows is its bucket) */
+    int within_limits;        /* there is a bucket: tuning may apply */
     vg_reason why;
     vg_cache_key key;
     vg_tuning *tuning;        /* whose measured set: the device's or an engine's */

@@ -8,8 +8,9 @@
  *   ...
  *   checksum fnv1a64=<16 hex>
  *
- * arch is the device arch (0 = cpu).  rows is the shape bucket (dense: M,
- * else rows per group).  us is the median time the plan won with.  The
+ * arch is the device arch (0 = cpu).  rows is the shape bucket
+ * (vg_tune_bucket_rows of dense M, else of the rows per group: the rows
+ * themselves inside the exact limits, a power of two above).  us is the median time the plan won with.  The
  * checksum is FNV-1a 64 over every byte before the checksum line.  Entries
  * are sorted, so the same cache always gives the same bytes.
  *

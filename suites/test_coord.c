@@ -577,7 +577,7 @@ static void untimed_candidates(void **state)
 }
 
 /* No round without a communicator, with coordination off, on a cached
- * shape or beyond the tuning limits. */
+ * shape or beyond the bucket range (VG_TUNE_MAX_BUCKET_ROWS). */
 static void no_round_when_not_needed(void **state)
 {
     (void)state;
@@ -610,14 +610,23 @@ static void no_round_when_not_needed(void **state)
     group_open(&G, 1, MODE_DISAGREE, CFG_COORD);
     vg_layer_buffers_free(G.r[0].dev, &G.r[0].b);
     vg_layer l = {.family = VG_FAMILY_FP8, .path = VG_PATH_DENSE, .n = 128, .k = 128, .groups = 1};
-    assert_int_equal(vg_layer_buffers_alloc(G.r[0].dev, &l, VG_TUNE_MAX_DENSE_M + 1, &G.r[0].b),
+    assert_int_equal(vg_layer_buffers_alloc(G.r[0].dev, &l, VG_TUNE_MAX_BUCKET_ROWS + 1,
+                                            &G.r[0].b),
                      VG_OK);
-    G.r[0].rows = VG_TUNE_MAX_DENSE_M + 1;
+    G.r[0].rows = VG_TUNE_MAX_BUCKET_ROWS + 1;
     group_run(&G);
     assert_ok(&G.r[0]);
     assert_int_equal(G.r[0].handled, 0);
     assert_int_equal(G.r[0].c.decision, VG_DECISION_HEURISTIC);
     assert_int_equal(atomic_load(&G.g.calls_min), 0);
+
+    /* Just above the exact limit the round runs, keyed by the bucket. */
+    G.r[0].rows = VG_TUNE_MAX_DENSE_M + 1;
+    group_run(&G);
+    assert_ok(&G.r[0]);
+    assert_int_equal(G.r[0].handled, 1);
+    assert_int_equal(G.r[0].c.decision, VG_DECISION_MEASURE);
+    assert_int_equal(G.r[0].c.key.rows, 128);
     group_close(&G);
 }
 

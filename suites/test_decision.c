@@ -1,7 +1,8 @@
 /*
  * The dispatch decision on the cpu backend: measure / reuse / heuristic,
- * the scripted timer choosing winners, the tuning limits, tuning off, the
- * capture refusal, the candidates on the trace, the grouped -> loop switch, plans by id, workspace.
+ * the scripted timer choosing winners, the tuning limits and the
+ * power-of-two buckets above them, tuning off, the capture refusal, the
+ * candidates on the trace, the grouped -> loop switch, plans by id, workspace.
  */
 #include <math.h>
 
@@ -71,24 +72,34 @@ static void each_rows_value_is_a_shape(void **state)
     vg_device_close(dev);
 }
 
-/* Beyond the tuning limits (dense M > 64, > 128 rows per group): the
- * heuristic, never a measurement. */
+/* Beyond the bucket range (rows > VG_TUNE_MAX_BUCKET_ROWS, dense or per
+ * group): the heuristic, never a measurement.  Just above the exact limits
+ * (dense M > 64, > 128 rows per group) the call is measured in its bucket.
+ * Small N and K keep the 16385-row calls cheap. */
 static void beyond_limits_is_heuristic(void **state)
 {
     (void)state;
+    enum { EDGE_N = 32, EDGE_K = 32 };
     script s = {.stride = 1};
     vg_device *dev = open_cpu(&s);
     test_layer d, g;
-    layer_open(&d, dev, VG_FAMILY_FP16, VG_PATH_DENSE, N, K, 1, VG_TUNE_MAX_DENSE_M + 1);
-    layer_open(&g, dev, VG_FAMILY_FP8, VG_PATH_GROUPED, N, K, 2, VG_TUNE_MAX_GROUP_TOKENS + 1);
+    layer_open(&d, dev, VG_FAMILY_FP16, VG_PATH_DENSE, EDGE_N, EDGE_K, 1,
+               VG_TUNE_MAX_BUCKET_ROWS + 1);
+    layer_open(&g, dev, VG_FAMILY_FP8, VG_PATH_GROUPED, EDGE_N, EDGE_K, 2,
+               VG_TUNE_MAX_BUCKET_ROWS + 1);
 
     vg_gemm_args a = layer_call(&d, VG_TUNE_MAX_DENSE_M);
     assert_int_equal(gemm_ok(dev, &a).decision, VG_DECISION_MEASURE);
     a = layer_call(&d, VG_TUNE_MAX_DENSE_M + 1);
+    assert_int_equal(gemm_ok(dev, &a).decision, VG_DECISION_MEASURE);
+    a = layer_call(&d, VG_TUNE_MAX_BUCKET_ROWS);
+    assert_int_equal(gemm_ok(dev, &a).decision, VG_DECISION_MEASURE);
+    a = layer_call(&d, VG_TUNE_MAX_BUCKET_ROWS + 1);
     vg_dispatch_info info = gemm_ok(dev, &a);
     assert_int_equal(info.decision, VG_DECISION_HEURISTIC);
+    assert_string_equal(info.why, "over the tuning limit");
     assert_ptr_equal(info.plan, vg_cpu_heuristic(VG_FAMILY_FP16, VG_PATH_DENSE,
-                                                 VG_TUNE_MAX_DENSE_M + 1, N, K));
+                                                 VG_TUNE_MAX_BUCKET_ROWS + 1, EDGE_N, EDGE_K));
 
     a = layer_call(&g, VG_TUNE_MAX_GROUP_TOKENS);
     info = gemm_ok(dev, &a);
@@ -96,12 +107,58 @@ static void beyond_limits_is_heuristic(void **state)
     assert_int_equal(info.path, VG_PATH_LOOP);
     a = layer_call(&g, VG_TUNE_MAX_GROUP_TOKENS + 1);
     info = gemm_ok(dev, &a);
+    assert_int_equal(info.decision, VG_DECISION_MEASURE);
+    assert_int_equal(info.path, VG_PATH_LOOP);
+    a = layer_call(&g, VG_TUNE_MAX_BUCKET_ROWS + 1);
+    info = gemm_ok(dev, &a);
     assert_int_equal(info.decision, VG_DECISION_HEURISTIC);
     assert_int_equal(info.path, VG_PATH_LOOP);
     assert_ptr_equal(info.plan, vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_LOOP,
-                                                 VG_TUNE_MAX_GROUP_TOKENS + 1, N, K));
-    assert_int_equal(measured_total(dev), 2);
+                                                 VG_TUNE_MAX_BUCKET_ROWS + 1, EDGE_N, EDGE_K));
+    assert_int_equal(measured_total(dev), 5);
     layer_close(&d);
+    layer_close(&g);
+    vg_device_close(dev);
+}
+
+/* Above the exact limits one measurement serves a power-of-two bucket:
+ * M=100 is measured (the 128 bucket, timed on the call's own 100 rows),
+ * M=120, 65 and 128 reuse its plan without timing anything, M=129 is the
+ * next bucket; at and under the limit every M stays its own shape. */
+static void bucket_measures_then_reuses(void **state)
+{
+    (void)state;
+    script s = {.stride = 1};
+    vg_device *dev = open_cpu(&s);
+    test_layer l, g;
+    layer_open(&l, dev, VG_FAMILY_AWQ, VG_PATH_DENSE, N, K, 1, 300);
+    layer_open(&g, dev, VG_FAMILY_FP8, VG_PATH_GROUPED, N, K, 2, 300);
+
+    const vg_plan *won = expect_call(dev, &l, 100, VG_DECISION_MEASURE).plan;
+    assert_ptr_equal(won, script_winner(&s, VG_FAMILY_AWQ, VG_PATH_DENSE, 100));
+    int timed = atomic_load(&s.calls);
+    assert_true(timed >= 2);
+    const int32_t same_bucket[] = {120, 65, 128, 100};
+    expect_reused(dev, &l, same_bucket, sizeof same_bucket / sizeof same_bucket[0], won);
+    assert_string_equal(expect_call(dev, &l, 127, VG_DECISION_REUSE).why, "cached");
+    assert_int_equal(atomic_load(&s.calls), timed);
+    assert_int_equal(measured_total(dev), 1);
+
+    assert_ptr_equal(expect_call(dev, &l, 129, VG_DECISION_MEASURE).plan,
+                     script_winner(&s, VG_FAMILY_AWQ, VG_PATH_DENSE, 129));
+    expect_call(dev, &l, 256, VG_DECISION_REUSE);
+    expect_call(dev, &l, VG_TUNE_MAX_DENSE_M, VG_DECISION_MEASURE);
+    expect_call(dev, &l, VG_TUNE_MAX_DENSE_M - 1, VG_DECISION_MEASURE);
+    assert_int_equal(measured_total(dev), 4);
+
+    /* Per group (grouped, rerouted to loop): 129..256 rows share the 256
+     * bucket. */
+    assert_int_equal(expect_call(dev, &g, 200, VG_DECISION_MEASURE).path, VG_PATH_LOOP);
+    assert_ptr_equal(expect_call(dev, &g, 129, VG_DECISION_REUSE).plan,
+                     script_winner(&s, VG_FAMILY_FP8, VG_PATH_LOOP, 200));
+    expect_call(dev, &g, 257, VG_DECISION_MEASURE);
+    assert_int_equal(measured_total(dev), 6);
+    layer_close(&l);
     layer_close(&g);
     vg_device_close(dev);
 }
@@ -551,6 +608,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(measure_then_reuse),
         cmocka_unit_test(each_rows_value_is_a_shape),
         cmocka_unit_test(beyond_limits_is_heuristic),
+        cmocka_unit_test(bucket_measures_then_reuses),
         cmocka_unit_test(tuning_off_is_heuristic),
         cmocka_unit_test(capture_refuses_measure),
         cmocka_unit_test(trace_names_every_candidate),

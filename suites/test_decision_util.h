@@ -47,6 +47,23 @@ static inline size_t cpu_candidates(vg_family f, vg_path path, int32_t rows, con
     return n;
 }
 
+/* The shape bucket the spec (POLICY.md, "The decision") gives `rows` rows on
+ * `path` (after the reroute), written out independently of the runtime's
+ * vg_tune_bucket_rows: the rows themselves up to 64 dense / 128 per group,
+ * then the next power of two up to 16384, and 0 (never tuned) above. */
+static inline int32_t spec_bucket_rows(vg_path path, int32_t rows)
+{
+    static const int32_t powers[] = {128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+    if (rows <= 0)
+        return 0;
+    if (rows <= (path == VG_PATH_DENSE ? 64 : 128))
+        return rows;
+    for (size_t i = 0; i < sizeof powers / sizeof powers[0]; i++)
+        if (rows <= powers[i])
+            return powers[i];
+    return 0;
+}
+
 /* The plan the script makes win for this call. */
 static inline const vg_plan *script_winner(const script *s, vg_family f, vg_path path, int32_t rows)
 {
@@ -147,6 +164,27 @@ static inline vg_dispatch_info gemm_ok(vg_device *dev, const vg_gemm_args *a)
     assert_int_equal(st, VG_OK);
     assert_non_null(info.plan);
     return info;
+}
+
+/* One call of `rows` rows on layer `l` that must be decided `want`. */
+static inline vg_dispatch_info expect_call(vg_device *dev, const test_layer *l, int32_t rows,
+                                           vg_decision want)
+{
+    vg_gemm_args a = layer_call(l, rows);
+    vg_dispatch_info info = gemm_ok(dev, &a);
+    if (info.decision != want)
+        print_error("%d rows: decision %d, expected %d\n", (int)rows, (int)info.decision,
+                    (int)want);
+    assert_int_equal(info.decision, want);
+    return info;
+}
+
+/* Each of `count` row counts on layer `l` is reused with `plan`. */
+static inline void expect_reused(vg_device *dev, const test_layer *l, const int32_t *rows,
+                                 size_t count, const vg_plan *plan)
+{
+    for (size_t i = 0; i < count; i++)
+        assert_ptr_equal(expect_call(dev, l, rows[i], VG_DECISION_REUSE).plan, plan);
 }
 
 static inline uint64_t measured_total(vg_device *dev)

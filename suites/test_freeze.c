@@ -15,8 +15,8 @@
 #define N 32
 #define K 32
 #define G 2
-#define MAX_TOKENS 140   /* above VG_TUNE_MAX_GROUP_TOKENS */
-#define MAX_DENSE 80     /* above VG_TUNE_MAX_DENSE_M */
+#define MAX_TOKENS 140   /* above VG_TUNE_MAX_GROUP_TOKENS: the 256 bucket */
+#define MAX_DENSE 80     /* above VG_TUNE_MAX_DENSE_M: the 128 bucket */
 #define THREADS 8
 #define CALLS_PER_THREAD 1500
 
@@ -24,7 +24,7 @@
 typedef struct measured_shape {
     vg_family family;
     vg_path path;        /* after the reroute */
-    int32_t n, rows;
+    int32_t n, rows;     /* rows: the shape bucket it was measured for */
     const vg_plan *plan;
 } measured_shape;
 
@@ -111,12 +111,11 @@ static void expected_of(const measured_shape *shapes, int nshapes, heuristic_fn 
 {
     int32_t rows = vg_gemm_max_group_rows(a);
     vg_path path = rerouted(a, rows);
-    int within = path == VG_PATH_DENSE ? rows <= VG_TUNE_MAX_DENSE_M
-                                       : rows <= VG_TUNE_MAX_GROUP_TOKENS;
+    int32_t bucket = spec_bucket_rows(path, rows);
     const measured_shape *best = NULL;
-    for (int i = 0; within && i < nshapes; i++) {
+    for (int i = 0; bucket > 0 && i < nshapes; i++) {
         const measured_shape *m = &shapes[i];
-        if (m->family == a->w.family && m->path == path && m->n == a->w.n && m->rows >= rows &&
+        if (m->family == a->w.family && m->path == path && m->n == a->w.n && m->rows >= bucket &&
             (!best || m->rows < best->rows))
             best = m;
     }
@@ -145,8 +144,9 @@ static void measure_some(world *w, uint32_t seed, int count)
             continue;
         assert_ptr_equal(info.plan, script_winner(&w->s, a.w.family, info.path,
                                                   vg_gemm_max_group_rows(&a)));
-        w->shapes[w->nshapes++] = (measured_shape){a.w.family, info.path, a.w.n,
-                                                   vg_gemm_max_group_rows(&a), info.plan};
+        w->shapes[w->nshapes++] = (measured_shape){
+            a.w.family, info.path, a.w.n,
+            spec_bucket_rows(info.path, vg_gemm_max_group_rows(&a)), info.plan};
     }
 }
 
@@ -199,6 +199,38 @@ static void frozen_lookup_exact(void **state)
     assert_int_equal(ts.cache_entries, 3);
     assert_int_equal(vg_device_freeze_tuning(w.dev), VG_OK);   /* idempotent */
     world_close(&w);
+}
+
+/* Above the exact limits the frozen lookup works on buckets: with the 256
+ * bucket measured (M=250), a frozen device answers M=200 and M=129 (the
+ * same bucket) and M=40 (the next larger measured bucket) with its plan,
+ * M=257 (the 512 bucket, nothing at or above it) with the heuristic, and
+ * M above VG_TUNE_MAX_BUCKET_ROWS with the heuristic without a lookup. */
+static void frozen_reuses_next_larger_bucket(void **state)
+{
+    (void)state;
+    script s = {.stride = 1};
+    vg_device *dev = open_cpu(&s);
+    test_layer l;
+    layer_open(&l, dev, VG_FAMILY_NVFP4, VG_PATH_DENSE, N, K, 1, VG_TUNE_MAX_BUCKET_ROWS + 1);
+    const vg_plan *won = expect_call(dev, &l, 250, VG_DECISION_MEASURE).plan;
+    assert_ptr_equal(won, script_winner(&s, VG_FAMILY_NVFP4, VG_PATH_DENSE, 250));
+    assert_int_equal(vg_device_freeze_tuning(dev), VG_OK);
+    int calls = atomic_load(&s.calls);
+
+    const int32_t reused[] = {200, 129, 256, 40};
+    expect_reused(dev, &l, reused, sizeof reused / sizeof reused[0], won);
+    const int32_t heuristic[] = {257, VG_TUNE_MAX_BUCKET_ROWS, VG_TUNE_MAX_BUCKET_ROWS + 1};
+    for (size_t i = 0; i < sizeof heuristic / sizeof heuristic[0]; i++)
+        assert_ptr_equal(expect_call(dev, &l, heuristic[i], VG_DECISION_HEURISTIC).plan,
+                         vg_cpu_heuristic(VG_FAMILY_NVFP4, VG_PATH_DENSE, heuristic[i], N, K));
+    assert_int_equal(atomic_load(&s.calls), calls);
+    vg_tuning_state ts;
+    assert_int_equal(vg_device_tuning_state(dev, &ts), VG_OK);
+    assert_int_equal(ts.measured_total, 1);
+    assert_int_equal(ts.measured_after_freeze, 0);
+    layer_close(&l);
+    vg_device_close(dev);
 }
 
 typedef struct worker {
@@ -374,6 +406,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(frozen_lookup_exact),
+        cmocka_unit_test(frozen_reuses_next_larger_bucket),
         cmocka_unit_test(frozen_on_cuda_every_family),
         cmocka_unit_test(frozen_from_eight_threads),
         cmocka_unit_test(freeze_races_measurements),

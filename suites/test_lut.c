@@ -577,6 +577,81 @@ static void lut_fifo_and_folder_refused(void **state)
     vg_device_close(dev);
 }
 
+/* A fresh cpu device timed by `s` that imported f->lut, whose one entry
+ * must apply. */
+static vg_device *import_one_entry(fixture *f, script *s)
+{
+    vg_device *dev = open_cpu(s);
+    vg_lut_report r;
+    assert_int_equal(vg_lut_import(dev, f->lut, 0, &r), VG_OK);
+    assert_int_equal(r.applied, 1);
+    return dev;
+}
+
+/* A bucket entry round-trips: the 128 bucket measured at M=100 is written
+ * as rows=128, and a fresh device that imports it serves every M of the
+ * bucket (and, frozen, the smaller M below it) with that plan, timing
+ * nothing. */
+static void lut_bucket_round_trip(void **state)
+{
+    fixture *f = *state;
+    script s = {.stride = 1, .offset = 1};
+    vg_device *dev = open_cpu(&s);
+    test_layer d;
+    layer_open(&d, dev, VG_FAMILY_FP8, VG_PATH_DENSE, N, K, 1, 200);
+    const vg_plan *won = expect_call(dev, &d, 100, VG_DECISION_MEASURE).plan;
+    assert_int_equal(vg_lut_export(dev, f->lut, 0), VG_OK);
+    char *text = slurp(f->lut);
+    assert_non_null(strstr(text, " family=fp8 path=dense n=64 k=128 groups=1 rows=128 plan="));
+    assert_null(strstr(text, "rows=100 "));
+    free(text);
+
+    script s2 = {.stride = 1};
+    vg_device *fresh = import_one_entry(f, &s2);
+    const int32_t bucket[] = {65, 100, 127, 128};
+    expect_reused(fresh, &d, bucket, sizeof bucket / sizeof bucket[0], won);
+    assert_int_equal(vg_device_freeze_tuning(fresh), VG_OK);
+    const int32_t below[] = {30};
+    expect_reused(fresh, &d, below, 1, won);
+    assert_int_equal(atomic_load(&s2.calls), 0);
+    assert_int_equal(measured_total(fresh), 0);
+    vg_device_close(fresh);
+    layer_close(&d);
+    vg_device_close(dev);
+}
+
+/* A LUT written before the buckets (here a hand-written version-1 file:
+ * rows=64, the largest shape the exact limits measured) still imports and
+ * serves its shape; the 128 bucket above it is not in it and is measured. */
+static void lut_before_buckets_still_imports(void **state)
+{
+    fixture *f = *state;
+    const vg_plan *plan = script_winner(&(script){.stride = 1, .offset = 1}, VG_FAMILY_FP8,
+                                        VG_PATH_DENSE, VG_TUNE_MAX_DENSE_M);
+    char body[512];
+    snprintf(body, sizeof body,
+             "voltgate-lut 1\n"
+             "entry arch=0 policy=%016" PRIx64 " family=fp8 path=dense n=%d k=%d groups=1 "
+             "rows=%d plan=%s us=2.5\n"
+             "checksum fnv1a64=0000000000000000\n",
+             default_hash(), N, K, VG_TUNE_MAX_DENSE_M, plan->id);
+    char *sealed = reseal(body);
+    spit(f->lut, sealed, strlen(sealed));
+    free(sealed);
+
+    script s = {.stride = 1};
+    vg_device *dev = import_one_entry(f, &s);
+    test_layer d;
+    layer_open(&d, dev, VG_FAMILY_FP8, VG_PATH_DENSE, N, K, 1, 100);
+    const int32_t imported[] = {VG_TUNE_MAX_DENSE_M};
+    expect_reused(dev, &d, imported, 1, plan);
+    assert_int_equal(atomic_load(&s.calls), 0);
+    expect_call(dev, &d, VG_TUNE_MAX_DENSE_M + 1, VG_DECISION_MEASURE);
+    assert_int_equal(measured_total(dev), 1);
+    layer_close(&d);
+    vg_device_close(dev);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -589,6 +664,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(lut_killed_export_temporary_removed, setup, teardown),
         cmocka_unit_test_setup_teardown(lut_entry_numbers_and_duplicates, setup, teardown),
         cmocka_unit_test_setup_teardown(lut_fifo_and_folder_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(lut_bucket_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(lut_before_buckets_still_imports, setup, teardown),
     };
     return VGTEST_MAIN("lut", tests);
 }

@@ -17,8 +17,10 @@ echo '{"sm70_runtime":{"freeze_tuning_after_warmup":true}}' >"$TMP/freeze.json"
 # Layers: fp8 grouped (warm-up: 1..16 tokens per group = 16 shapes) and awq
 # dense (M 1..64 = 64 shapes): warmup_measured=80.
 # Requests with chunk 1020: 20 -> loop at 20 per group (new), 1030 -> 1020
-# (over the limit: heuristic) + 10 (warmed), 1050 -> 1020 + 30 (new),
-# 40 -> loop at 40 (new); dense M 10/20/30/40 are warmed.  So 3 of 4.
+# (above the exact limits: the 1024 bucket, new on loop and on dense) + 10
+# (warmed), 1050 -> 1020 (the 1024 buckets, now measured) + 30 (new),
+# 40 -> loop at 40 (new); dense M 10/20/30/40 are warmed.  So 5 shapes,
+# new in 4 of 4 requests.
 LAYERS=fp8:grouped:64:128:4,awq:dense:64:128
 REQS=20,1030,1050,40
 
@@ -27,22 +29,22 @@ last() { tail -n 1 "$TMP/out"; }
 
 run --config "$TMP/on.json" --layers $LAYERS --requests $REQS --decode-steps 2 --json "$TMP/r.json"
 [ "$(cat "$TMP/rc")" = 0 ] || fail "freeze off: exit $(cat "$TMP/rc"): $(cat "$TMP/err")"
-[ "$(last)" = "replay: warmup_measured=80 serving_measured=3 requests_with_new_shape=3/4" ] ||
+[ "$(last)" = "replay: warmup_measured=80 serving_measured=5 requests_with_new_shape=4/4" ] ||
     fail "freeze off summary: '$(last)'"
 [ "$(grep -c '^replay:' "$TMP/out")" = 1 ] || fail "more than one summary line"
 [ "$(grep -c '^request [0-9]*: prompt=' "$TMP/out")" = 4 ] || fail "per-request lines"
-grep -q '^request 2: prompt=1030 .*measured=0 new_shape=no' "$TMP/out" || fail "request 2 line"
+grep -q '^request 2: prompt=1030 .*measured=2 new_shape=yes' "$TMP/out" || fail "request 2 line"
 grep -q '^request 3: prompt=1050 .*measured=1 new_shape=yes' "$TMP/out" || fail "request 3 line"
 
 $PY - "$TMP/r.json" <<'PYEOF' || fail "json record"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["tool"] == "replay", d
-assert (d["warmup_measured"], d["serving_measured"], d["requests_with_new_shape"], d["requests"]) == (80, 3, 3, 4), d
+assert (d["warmup_measured"], d["serving_measured"], d["requests_with_new_shape"], d["requests"]) == (80, 5, 4, 4), d
 pr = d["per_request"]
 assert [r["prompt"] for r in pr] == [20, 1030, 1050, 40]
-assert [r["new_shape"] for r in pr] == [True, False, True, True]
-assert [r["measured"] for r in pr] == [1, 0, 1, 1]
+assert [r["new_shape"] for r in pr] == [True, True, True, True]
+assert [r["measured"] for r in pr] == [1, 2, 1, 1]
 for r in pr:
     assert set(r) == {"prompt", "new_shape", "measured", "dispatch_us", "engine"}, r
     assert r["dispatch_us"] >= 0 and r["engine"] == "default"
@@ -52,20 +54,20 @@ run --config "$TMP/freeze.json" --layers $LAYERS --requests $REQS --decode-steps
 [ "$(last)" = "replay: warmup_measured=80 serving_measured=0 requests_with_new_shape=0/4" ] ||
     fail "freeze on summary: '$(last)'"
 
-# Trace: 83 measure lines, every line a decision line or a LUT line.
+# Trace: 85 measure lines, every line a decision line or a LUT line.
 VG_GEMM_TRACE="$TMP/trace" run --config "$TMP/on.json" --layers $LAYERS --requests $REQS --decode-steps 2
-[ "$(grep -c ' decision=measure ' "$TMP/trace")" = 83 ] ||
+[ "$(grep -c ' decision=measure ' "$TMP/trace")" = 85 ] ||
     fail "trace measure lines: $(grep -c ' decision=measure ' "$TMP/trace")"
 [ "$(grep -c ' frozen=1$' "$TMP/trace")" = 0 ] || fail "frozen lines without freeze"
 
 # LUT boot: the first boot writes it, the second measures nothing at all.
 run --config "$TMP/on.json" --lut "$TMP/boot.lut" --layers $LAYERS --requests $REQS --decode-steps 2
-[ "$(last)" = "replay: warmup_measured=80 serving_measured=3 requests_with_new_shape=3/4" ] ||
+[ "$(last)" = "replay: warmup_measured=80 serving_measured=5 requests_with_new_shape=4/4" ] ||
     fail "first boot: '$(last)'"
 run --config "$TMP/on.json" --lut "$TMP/boot.lut" --layers $LAYERS --requests $REQS --decode-steps 2
 [ "$(last)" = "replay: warmup_measured=0 serving_measured=0 requests_with_new_shape=0/4" ] ||
     fail "second boot: '$(last)'"
-grep -q '^lut: .* applied=83 skipped_arch=0 skipped_policy=0 skipped_plan=0$' "$TMP/out" ||
+grep -q '^lut: .* applied=85 skipped_arch=0 skipped_policy=0 skipped_plan=0$' "$TMP/out" ||
     fail "lut line: $(grep '^lut:' "$TMP/out")"
 echo garbage >"$TMP/bad.lut"
 run --config "$TMP/on.json" --lut "$TMP/bad.lut" --layers $LAYERS --requests 5

@@ -20,27 +20,28 @@ run() { "$TOOL" replay "$@" >"$TMP/out" 2>"$TMP/err"; echo $? >"$TMP/rc"; }
 last() { tail -n 1 "$TMP/out"; }
 
 # Two engines, warm-up 80 shapes each.  Requests 20,1030,1050,40 go to
-# engine0, engine1, engine0, engine1: 20 (new on engine0), 1030 (nothing
-# new), 1050 (30 new on engine0), 40 (new on engine1).
+# engine0, engine1, engine0, engine1: 20 (new on engine0), 1030 (its 1020
+# chunk: the 1024 buckets of loop and dense, new on engine1), 1050 (the
+# same buckets, new on engine0, and 30), 40 (new on engine1).
 run --config "$TMP/on.json" --layers $LAYERS --requests 20,1030,1050,40 --decode-steps 1 \
     --engines 2 --json "$TMP/r.json"
 [ "$(cat "$TMP/rc")" = 0 ] || fail "engines 2: exit $(cat "$TMP/rc"): $(cat "$TMP/err")"
-[ "$(last)" = "replay: warmup_measured=160 serving_measured=3 requests_with_new_shape=3/4" ] ||
+[ "$(last)" = "replay: warmup_measured=160 serving_measured=7 requests_with_new_shape=4/4" ] ||
     fail "engines 2: '$(last)'"
 [ "$(grep -c '^warmup: engine=engine[01] .* measured=80 frozen=0$' "$TMP/out")" = 2 ] ||
     fail "warm-up lines: $(grep '^warmup' "$TMP/out")"
 grep -q '^request 1: prompt=20 .*measured=1 new_shape=yes .* engine=engine0$' "$TMP/out" ||
     fail "request 1 line"
-grep -q '^request 2: prompt=1030 .*measured=0 new_shape=no .* engine=engine1$' "$TMP/out" ||
+grep -q '^request 2: prompt=1030 .*measured=2 new_shape=yes .* engine=engine1$' "$TMP/out" ||
     fail "request 2 line"
 grep -q '^request 4: prompt=40 .*measured=1 new_shape=yes .* engine=engine1$' "$TMP/out" ||
     fail "request 4 line"
 $PY - "$TMP/r.json" <<'PYEOF' || fail "json"
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["tool"] == "replay" and d["warmup_measured"] == 160 and d["serving_measured"] == 3, d
+assert d["tool"] == "replay" and d["warmup_measured"] == 160 and d["serving_measured"] == 7, d
 assert [r["engine"] for r in d["per_request"]] == ["engine0", "engine1", "engine0", "engine1"], d
-assert [r["measured"] for r in d["per_request"]] == [1, 0, 1, 1], d
+assert [r["measured"] for r in d["per_request"]] == [1, 2, 3, 1], d
 PYEOF
 
 # The same new shape on both engines: measured by each (no leak) ...

@@ -119,7 +119,7 @@ static void env_path_exact_lines(void **state)
     vg_dispatch_info i1 = gemm_ok(dev, &a);               /* measure */
     vg_dispatch_info i2 = gemm_ok(dev, &a);               /* reuse */
     a = layer_call(&d, 70);
-    vg_dispatch_info i3 = gemm_ok(dev, &a);               /* heuristic */
+    vg_dispatch_info i3 = gemm_ok(dev, &a);               /* the 128 bucket: measure */
     a = layer_call(&g, 20);
     vg_dispatch_info i4 = gemm_ok(dev, &a);               /* grouped -> loop, measure */
     vg_policy_leave();
@@ -134,13 +134,13 @@ static void env_path_exact_lines(void **state)
     assert_int_equal(n, 6);
     expect_rec(&r[0], "gemm", "fp8", "dense", 3, 64, 128, 1, h, "measure", i1.plan->id, 1, 0);
     expect_rec(&r[1], "gemm", "fp8", "dense", 3, 64, 128, 1, h, "reuse", i2.plan->id, 1, 0);
-    expect_rec(&r[2], "gemm", "fp8", "dense", 70, 64, 128, 1, h, "heuristic", i3.plan->id, 1, 0);
-    expect_rec(&r[3], "grouped_gemm", "awq", "loop", 80, 32, 64, 4, h, "measure", i4.plan->id, 2,
+    expect_rec(&r[2], "gemm", "fp8", "dense", 70, 64, 128, 1, h, "measure", i3.plan->id, 2, 0);
+    expect_rec(&r[3], "grouped_gemm", "awq", "loop", 80, 32, 64, 4, h, "measure", i4.plan->id, 3,
                0);
     expect_rec(&r[4], "gemm", "fp8", "dense", 3, 64, 128, 1, default_hash(), "measure",
-               i5.plan->id, 3, 0);
+               i5.plan->id, 4, 0);
     expect_rec(&r[5], "gemm", "fp8", "dense", 2, 64, 128, 1, default_hash(), "reuse",
-               i6.plan->id, 3, 1);
+               i6.plan->id, 4, 1);
     assert_ptr_equal(i6.plan, i5.plan);
     char *text = slurp(path);
     assert_true(strncmp(text, "earlier line\n", 13) == 0);   /* appended, not truncated */
@@ -172,8 +172,9 @@ static void env_one_is_stderr(void **state)
     unsetenv("VG_GEMM_TRACE");
     test_layer d;
     if (st == VG_OK) {
-        layer_open(&d, dev, VG_FAMILY_FP16, VG_PATH_DENSE, 64, 64, 1, 100);
-        vg_gemm_args a = layer_call(&d, 100);   /* heuristic: nothing timed */
+        /* above the bucket range: heuristic, nothing timed */
+        layer_open(&d, dev, VG_FAMILY_FP16, VG_PATH_DENSE, 64, 64, 1, VG_TUNE_MAX_BUCKET_ROWS + 1);
+        vg_gemm_args a = layer_call(&d, VG_TUNE_MAX_BUCKET_ROWS + 1);
         vg_gemm(dev, "gemm", &a, NULL);
     }
     fflush(stderr);
@@ -184,12 +185,67 @@ static void env_one_is_stderr(void **state)
     trace_rec *r = read_trace(path, &n);
     assert_int_equal(n, 1);
     assert_string_equal(r[0].decision, "heuristic");
-    assert_int_equal(r[0].m, 100);
+    assert_int_equal(r[0].m, VG_TUNE_MAX_BUCKET_ROWS + 1);
     free(r);
     layer_close(&d);
     vg_device_close(dev);
     vgtest_rmtree(dir);
     free(dir);
+}
+
+/* Bucketed calls on the trace: m= is the call's own M; the first call of
+ * the 128 bucket measures, the next one reuses its plan, a call above the
+ * bucket range is heuristic. */
+typedef struct trace_dir {
+    char *dir;
+    char path[600];   /* <dir>/trace.log */
+} trace_dir;
+
+static int trace_dir_open(void **state)
+{
+    trace_dir *t = calloc(1, sizeof *t);
+    t->dir = vgtest_mkdtemp();
+    snprintf(t->path, sizeof t->path, "%s/trace.log", t->dir);
+    *state = t;
+    return 0;
+}
+
+static int trace_dir_close(void **state)
+{
+    trace_dir *t = *state;
+    vgtest_rmtree(t->dir);
+    free(t->dir);
+    free(t);
+    return 0;
+}
+
+static void bucket_decisions_traced(void **state)
+{
+    const char *path = ((trace_dir *)*state)->path;
+    script s = {.stride = 1};
+    vg_device *dev = open_cpu(&s);
+    assert_int_equal(vg_trace_set(dev, path), VG_OK);
+    test_layer d;
+    layer_open(&d, dev, VG_FAMILY_MXFP4, VG_PATH_DENSE, 32, 32, 1, VG_TUNE_MAX_BUCKET_ROWS + 1);
+    const vg_plan *won = expect_call(dev, &d, 100, VG_DECISION_MEASURE).plan;
+    assert_ptr_equal(expect_call(dev, &d, 120, VG_DECISION_REUSE).plan, won);
+    const vg_plan *rule =
+        expect_call(dev, &d, VG_TUNE_MAX_BUCKET_ROWS + 1, VG_DECISION_HEURISTIC).plan;
+
+    int n = 0;
+    trace_rec *r = read_trace(path, &n);
+    assert_int_equal(n, 3);
+    uint64_t h = default_hash();
+    expect_rec(&r[0], "gemm", "mxfp4", "dense", 100, 32, 32, 1, h, "measure", won->id, 1, 0);
+    expect_rec(&r[1], "gemm", "mxfp4", "dense", 120, 32, 32, 1, h, "reuse", won->id, 1, 0);
+    expect_rec(&r[2], "gemm", "mxfp4", "dense", VG_TUNE_MAX_BUCKET_ROWS + 1, 32, 32, 1, h,
+               "heuristic", rule->id, 1, 0);
+    char *text = slurp(path);
+    assert_non_null(strstr(text, "vg-trace-candidate op=gemm family=mxfp4 path=dense m=100 "));
+    free(text);
+    free(r);
+    layer_close(&d);
+    vg_device_close(dev);
 }
 
 static void set_and_off(void **state)
@@ -282,6 +338,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(parser_is_strict),
         cmocka_unit_test(env_path_exact_lines),
         cmocka_unit_test(env_one_is_stderr),
+        cmocka_unit_test_setup_teardown(bucket_decisions_traced, trace_dir_open, trace_dir_close),
         cmocka_unit_test(set_and_off),
         cmocka_unit_test(concurrent_lines_do_not_interleave),
     };

@@ -12,7 +12,7 @@
  *   frozen-exact     frozen device, the measured shape itself (reuse)
  *   frozen-larger    frozen device, a smaller shape served by the next
  *                    larger measured one (reuse)
- *   frozen-beyond    frozen device, beyond the tuning limits (heuristic)
+ *   frozen-beyond    frozen device, beyond the bucket range (heuristic)
  *   trace-line       one decision plus its trace line written to /dev/null
  *                    (the line's own cost is trace-line minus cached)
  * Each sample is the mean over a batch of decisions; the figure is the
@@ -244,9 +244,9 @@ int vg_bench_dispatch_main(int argc, char **argv)
         goto out;
     }
     beyond = measured;
-    beyond.path = VG_PATH_DENSE;   /* dense, M beyond the limit: decided, never launched */
+    beyond.path = VG_PATH_DENSE;   /* dense, M beyond the buckets: decided, never launched */
     beyond.w.groups = 1;
-    beyond.m = VG_TUNE_MAX_DENSE_M * 4;
+    beyond.m = VG_TUNE_MAX_BUCKET_ROWS + 1;
     beyond.offsets = beyond.offsets_host = NULL;
 
     struct {

@@ -14,7 +14,8 @@
  *
  * What happens on a call that may measure (policy with
  * fp8_coordinated_tuning on, a communicator set on the device, the shape
- * inside the tuning limits and not in this rank's cache):
+ * within the bucket range (vg_tune_bucket_rows) and not in this rank's
+ * cache):
  *
  *   1. Agreement (one allreduce_min_i64): each rank says whether it can
  *      measure (not frozen, not capturing, tuning on) and which call it is

@@ -14,9 +14,20 @@
 extern "C" {
 #endif
 
-/* Tuning limits: measuring happens only at or under these sizes. */
+/* Exact tuning limits: at or under these sizes every row count is its own
+ * measured shape. */
 #define VG_TUNE_MAX_DENSE_M 64
 #define VG_TUNE_MAX_GROUP_TOKENS 128
+/* Above the exact limits, rows share power-of-two buckets (65..128 -> 128,
+ * ...) up to this many rows: one measurement serves a prefill bucket, since
+ * measuring every prefill length would never end.  Above it: heuristic. */
+#define VG_TUNE_MAX_BUCKET_ROWS 16384
+
+/* The rows a call of `rows` rows (dense M, or rows per group) on `path`
+ * (after the grouped -> loop reroute) is cached, measured and looked up
+ * under: `rows` itself inside the exact limits, the next power of two up
+ * to VG_TUNE_MAX_BUCKET_ROWS, 0 above it or for rows <= 0 (never tuned). */
+int32_t vg_tune_bucket_rows(vg_path path, int32_t rows);
 
 typedef struct vg_device vg_device;
 typedef struct vg_config vg_config;
