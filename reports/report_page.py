@@ -164,14 +164,9 @@ def v100_ceiling_lookup(model_rows):
     runs, or None.  A plan id (cuda.<path>.<tier>.<tile>.sk<N>) and the
     model's tile (<kind>.<tile>) share the tile part; the tier word does not
     always agree (a 64x64x64 tile is 'mid' on grouped, 'prefill' on dense),
-    and split-K runs the same kernel.  The lower ceiling stands where two
-    kernels share a tile (the byte-wise and word-wise scale loaders)."""
-    best = {}
-    for r in model_rows or ():
-        if r.get("ceiling") is None:
-            continue
-        key = (r["tile"].split(".", 1)[-1], r["family"])
-        best[key] = min(best.get(key, 1.0), r["ceiling"])
+    and split-K runs the same kernel (one row per tile: lowest_per_tile)."""
+    best = {(tile.split(".", 1)[-1], fam): r["ceiling"]
+            for (tile, fam), r in vgtargets.lowest_per_tile(model_rows).items() if r.get("ceiling") is not None}
 
     def lookup(plan, family):
         if not plan or not plan.startswith("cuda.") or plan.count(".") < 4:
@@ -187,11 +182,7 @@ def v100_model_section(rows):
     family, each cell the ceiling and the binding pipe."""
     fams = sorted({r["family"] for r in rows}, key=_natural)
     tiles = sorted({(r["kind"], r["tile"]) for r in rows}, key=lambda t: (t[0], _natural(t[1])))
-    cell = {}
-    for r in rows:
-        c = cell.setdefault((r["tile"], r["family"]), r)   # the Words and byte-wise Deq share a tile:
-        if (r.get("ceiling") or 0) < (c.get("ceiling") or 0):  # show the lower ceiling
-            cell[(r["tile"], r["family"])] = r
+    cell = vgtargets.lowest_per_tile(rows)
     body, classes = [], []
     for kind, tile in tiles:
         line = [tile]

@@ -220,11 +220,6 @@ def iter_functions(lines):
         yield cur, arch, instrs, labels
 
 
-def parse_listing(text):
-    """{function name: (arch, [Instr], labels)} of a whole listing."""
-    return {n: (a, i, l) for n, a, i, l in iter_functions(text.splitlines())}
-
-
 def branch_target(ins, labels):
     if ins.opcode.split(".")[0] not in ("BRA", "JMP"):
         return None
@@ -464,7 +459,7 @@ def arch_of_object(tool, obj):
     return f"sm_{m.group(1)}" if m else None
 
 
-def cuobjdump_for(obj, arch):
+def find_cuobjdump():
     for c in (os.environ.get("CUOBJDUMP"), "/usr/bin/cuobjdump", shutil.which("cuobjdump")):
         if c and os.path.exists(c):
             return c
@@ -489,7 +484,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     try:
         if a.object:
-            tool = cuobjdump_for(a.object, a.arch)
+            tool = find_cuobjdump()
             res_text = subprocess.run([tool, "-res-usage", a.object], capture_output=True, text=True,
                                       check=True).stdout
             arch_hint = a.arch or arch_of_object(tool, a.object)

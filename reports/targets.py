@@ -204,19 +204,27 @@ def evaluate(targets, bench):
     return lines
 
 
-def model_rows(v100_model):
-    """The V100 model's rows (record["v100_model"]) as rows a target reads:
-    {("v100-model", "TILE/FAMILY"): row}.  Where two kernels share a tile
-    and family (mxfp4 and nvfp4 have a byte-wise and a word-wise scale
-    loader), the lower ceiling stands."""
+def lowest_per_tile(v100_model):
+    """{(tile, family): the model row} of the record's v100_model, keeping
+    the lower ceiling where two kernels share a tile and family (mxfp4 and
+    nvfp4 have a byte-wise and a word-wise scale loader); a row without a
+    ceiling gives way to one with."""
     out = {}
     for r in v100_model or ():
-        key = (MODEL_BACKEND, f"{r['tile']}/{r['family']}")
-        ceiling = r.get("ceiling")
+        key = (r["tile"], r["family"])
         old = out.get(key)
-        if old is None or (ceiling is not None and (old["v100_ceiling"] is None or ceiling < old["v100_ceiling"])):
-            out[key] = {"kind": "kernel", "tokens": 1, "v100_ceiling": ceiling, "bound": r.get("bound")}
+        if old is None or (r.get("ceiling") is not None and
+                           (old.get("ceiling") is None or r["ceiling"] < old["ceiling"])):
+            out[key] = r
     return out
+
+
+def model_rows(v100_model):
+    """The V100 model's rows as rows a target reads: {("v100-model",
+    "TILE/FAMILY"): row}, one per tile and family (lowest_per_tile)."""
+    return {(MODEL_BACKEND, f"{tile}/{fam}"): {"kind": "kernel", "tokens": 1, "v100_ceiling": r.get("ceiling"),
+                                                "bound": r.get("bound")}
+            for (tile, fam), r in lowest_per_tile(v100_model).items()}
 
 
 def _ceiling_reach(row):
