@@ -178,77 +178,10 @@ static __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4],
         "{%0,%1,%2,%3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[2]), "r"(a[3]), "r"(b1));
-#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    /* Volta, emulated: two m8n8k4 (mma884) per quadpair, operands moved
-     * into the quadpair layout and results back by shuffles.  Quadpair
-     * p = 0..3 takes the 16x8x16 product's rows 8*(p&1).., K quarter pair
-     * (p>>1)*2, +1; the two quadpairs of a row half add their results by a
-     * shuffle.  The decode kernel does not come here on SM70: it holds its
-     * operands in the quadpair layout from the start (decode_kernel.cuh). */
-    const int lane = threadIdx.x & 31;
-    const int p = (lane >> 2) & 3;          /* quadpair */
-    const int i = (lane & 3) + ((lane >> 4) << 2); /* row/col index inside it, 0..7 */
-    const int mh = p & 1;                   /* row half of the 16x8 tile */
-    float d[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-#pragma unroll
-    for (int t = 0; t < 2; t++) {
-        /* K quarter kq = 2*(p>>1) + t covers MMA K 4kq..4kq+3, i.e. the
-         * pairs held by source lanes with q = (4kq%8)/2 and q+1, register
-         * half kq/2 (k < 8: a0/a1 and b0; k >= 8: a2/a3 and b1). */
-        const int kq = 2 * (p >> 1) + t;
-        const int qsrc = (kq & 1) * 2;
-        const int hi = kq >> 1;
-        /* A row (8*mh + i) of the tile is row i of register a[2*hi + mh] in
-         * lanes i*4 + q; every lane shuffles all candidates (a shuffle reads
-         * the source lane's variable) and keeps the one it needs. */
-        uint32_t av0 = 0, av1 = 0, bv0 = 0, bv1 = 0;
-#pragma unroll
-        for (int rg = 0; rg < 4; rg++) {
-            const uint32_t v0 = __shfl_sync(0xFFFFFFFFu, a[rg], i * 4 + qsrc);
-            const uint32_t v1 = __shfl_sync(0xFFFFFFFFu, a[rg], i * 4 + qsrc + 1);
-            if (rg == 2 * hi + mh) {
-                av0 = v0;
-                av1 = v1;
-            }
-        }
-        {
-            const uint32_t u0 = __shfl_sync(0xFFFFFFFFu, b0, i * 4 + qsrc);
-            const uint32_t u1 = __shfl_sync(0xFFFFFFFFu, b0, i * 4 + qsrc + 1);
-            const uint32_t w0 = __shfl_sync(0xFFFFFFFFu, b1, i * 4 + qsrc);
-            const uint32_t w1 = __shfl_sync(0xFFFFFFFFu, b1, i * 4 + qsrc + 1);
-            bv0 = hi ? w0 : u0;
-            bv1 = hi ? w1 : u1;
-        }
-        mma884(d, d + 4, av0, av1, bv0, bv1);
-    }
-    /* d holds rows 8*mh + (lane&1) + (j&2) (+4 upper), cols (j&4)+(lane&2)+(j&1)
-     * of this quadpair's K half; quadpair p^2 holds the other K half. */
-#pragma unroll
-    for (int j = 0; j < 8; j++)
-        d[j] += __shfl_xor_sync(0xFFFFFFFFu, d[j], 8);
-    /* Gather into the m16n8k16 C layout: c[e] is row r + 8*(e>>1), col 2q + (e&1). */
-    const int r = lane >> 2, q = lane & 3;
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-        const int row = r;                  /* inside the row half */
-        const int half = e >> 1;
-        const int col = 2 * q + (e & 1);
-        /* owner inside quadpair p' = half (K half 0): index i' with
-         * (i'&1) = row&1 ... choose lane: row = (lane&1) + (j&2) + 4*(lane>=16) */
-        const int up = row >> 2;
-        const int l_lo = (row & 1) | (col & 2);  /* lane bits 0 and 1 */
-        const int src = (up << 4) | (half << 2) | l_lo;
-        const int j = (col & 4) | (row & 2) | (col & 1);
-        float v = 0.0f;
-#pragma unroll
-        for (int jj = 0; jj < 8; jj++) {
-            const float t = __shfl_sync(0xFFFFFFFFu, d[jj], src);
-            v = (jj == j) ? t : v;
-        }
-        c[e] += v;
-    }
 #else
-    /* Any other arch: FP32 FMA through shuffles, same fragment layout. */
+    /* Any other arch, SM70 included (its mainloops use mma884 in their own
+     * layout instead, VG_QUADPAIR): FP32 FMA through shuffles, same
+     * fragment layout. */
     const int lane = threadIdx.x & 31;
     const int q = lane & 3;
 #pragma unroll
