@@ -54,7 +54,7 @@ def tuner_vs_heuristic(run, margin=0.10):
     slower the tuner's pick ran (negative: faster); beyond +-margin the row
     is marked.  Since 2026-12-03 the tuner times back to back over rotating
     weight copies as the bench does, so a marked "slower" row is a finding
-    (kernels/cuda/NOTES.md, session 8), not the expected disagreement of
+    (kernels/cuda/KERNELS.md D17), not the expected disagreement of
     the older one-launch timer."""
     pairs = {}
     for (backend, name), row in run.bench.items():

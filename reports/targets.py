@@ -39,7 +39,7 @@ kernel is (it waits for the previous layer, then reads; bench_peer.cu).
 Where a row misses the target and that read misses it too, no kernel of
 this design has been measured to meet it: the line says at how many rows,
 so a reader can tell a kernel's gap from a target above what the memory
-system gives a kernel that must wait (kernels/cuda/NOTES.md, session 5).
+system gives a kernel that must wait (kernels/cuda/KERNELS.md D25).
 Overlap with the previous layer lets a kernel pass its ceiling by a few
 per cent (fp8 up to 1.09), so this is a flag, not a status.
 

@@ -108,7 +108,7 @@ vg_status vg_cuda_memset(void *ptr, int byte, size_t bytes)
      * on the legacy stream, which a non-blocking stream does not wait for:
      * a NaN poison could then land after the kernel it was meant to precede
      * (the likeliest cause found for one bench row's max_rel_rms inf on the
-     * H200, not confirmed: kernels/cuda/NOTES.md, session 5). */
+     * H200, not confirmed: kernels/cuda/KERNELS.md D26). */
     CU(cudaDeviceSynchronize(), "memset");
     return VG_OK;
 }
@@ -260,7 +260,7 @@ vg_status vg_cuda_copy_bandwidth(size_t bytes, int reps, double *median_gbs, dou
  * then X), then streams the rest, grid-stride, with the decode kernel's
  * load hint.  Launched like the decode kernel (PDL when it uses PDL), as a
  * graph of R launches over R buffers (R * bytes > 3x L2) so nothing sits in
- * L2.  H200 figures: kernels/cuda/NOTES.md, session 5. */
+ * L2.  H200 figures: kernels/cuda/KERNELS.md D25. */
 __global__ void vg_stream_ceiling_kernel(const uint8_t *p, size_t n16, const int *dep, unsigned *sink)
 {
     grid_dep_launch();
@@ -282,7 +282,7 @@ __global__ void vg_stream_ceiling_kernel(const uint8_t *p, size_t n16, const int
     /* Four loads in flight per thread, as in the prologue.  The bench's first
      * version took one per trip and measured 11.0 us for 32 MiB, slower than
      * our decode kernel; the lab kernel with this loop took 10.15 us for
-     * 33.6 MB (kernels/cuda/NOTES.md, session 5). */
+     * 33.6 MB (kernels/cuda/KERNELS.md D25). */
     for (; i + 3 * stride < n16; i += 4 * stride) {
 #pragma unroll
         for (int u = 0; u < 4; u++)

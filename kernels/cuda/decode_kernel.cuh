@@ -77,7 +77,7 @@ struct DecodeCfg {
      * is 64 bytes of a weight row, and two in a row make the warp's loads
      * of a row one 128-byte run (nvfp4 wo_a 12.63 -> 11.86 us, d4096
      * 10.01 -> 9.63; fp8, whose step is already 128 bytes, 10.55 -> 10.77:
-     * kernels/cuda/NOTES.md, session 5). */
+     * kernels/cuda/KERNELS.md D7). */
     static constexpr int PR = Deq::kBits == 4 ? 2 : 1;
     static constexpr int kXStride = kStepK + 8; /* halves; 272 bytes: a fragment read hits 8 distinct banks */
     static constexpr int kXSlot = BM * kXStride; /* one step's X, halves */
@@ -91,7 +91,7 @@ struct DecodeCfg {
      * 150-190 (3 blocks per SM: fp8 4096x14336 with 8 warps, U=4: 23.1 us
      * against 17.2).  32-row plans keep nvcc's choice: the cap made the
      * 4-warp one slower (fp8 wo_a 12.2 us against 11.2 at its own 184) and
-     * others spill.  H200, kernels/cuda/NOTES.md, session 4. */
+     * others spill.  H200, kernels/cuda/KERNELS.md D3. */
 #if VG_QUADPAIR
     /* SM70 holds twice the sums per thread (kAccE) and, for a per-row
      * post-scale, two more scales per step: a plan whose W
@@ -116,7 +116,7 @@ struct DecodeCfg {
  * L2 for the whole 256-byte segment, the rest of which the block's next
  * warps read (they take the next steps of the same rows): 1-4 % faster
  * than plain __ldg on the H200 for fp8, awq, mxfp4 and nvfp4
- * (kernels/cuda/NOTES.md, session 4). */
+ * (kernels/cuda/KERNELS.md D4). */
 template <int W>
 static __device__ __forceinline__ void ldg_words(const uint8_t *p, uint32_t out[W])
 {
@@ -229,7 +229,7 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
      * row g + 8: one pointer and one offset per tile, which the empty asm
      * makes opaque so ptxas holds them; left to itself it recomputed all
      * four row addresses from the row index every step (about 40 of a
-     * 4-bit step's 300 instructions, kernels/cuda/NOTES.md, session 6). */
+     * 4-bit step's 300 instructions, kernels/cuda/KERNELS.md D8). */
     const uint8_t *wrow_g[NI];
     size_t wrow_8[NI];
 #pragma unroll
@@ -391,7 +391,7 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     xrows_lane = rows - (lane >> 4);
     /* Held, not recomputed: ptxas rebuilt both addresses from the kernel
      * parameters at every copy (the X copy of a 4-bit step went from about
-     * 60 instructions to 35; kernels/cuda/NOTES.md, session 10). */
+     * 60 instructions to 35; kernels/cuda/KERNELS.md D9). */
     asm volatile("" : "+l"(xlane), "+l"(xdst));
 
     /* One cp.async group per step, committed even when empty, so that

@@ -140,7 +140,7 @@ static __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint16_t two)
 }
 /* Both 16-bit halves of a word of four E4M3 codes, split inside the asm:
  * written as two 16-bit C operands, nvcc masks and shifts each half of the
- * word's computation apart (kernels/cuda/NOTES.md, session 10). */
+ * word's computation apart (kernels/cuda/KERNELS.md D13). */
 static __device__ __forceinline__ void e4m3x4_to_f16x2(uint32_t four, uint32_t &lo, uint32_t &hi)
 {
     asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\t"
@@ -213,7 +213,7 @@ static __device__ __forceinline__ uint32_t e2m1x2_to_f16x2_scaled(uint32_t b)
  * and another both magnitudes to bits 9-11 and 25-27: two shifts and two
  * masks, no byte extraction and no multiply (the byte pair above costs
  * about six instructions with its extraction; the 4-bit families are bound
- * by instructions, kernels/cuda/NOTES.md, session 6). */
+ * by instructions, kernels/cuda/KERNELS.md D12). */
 static __device__ __forceinline__ uint32_t e2m1_nibble_pair_to_f16x2_scaled(uint32_t w, int i)
 {
     const uint32_t sign = (w << (12 - 4 * i)) & 0x80008000u;
@@ -231,8 +231,8 @@ static __device__ __forceinline__ uint32_t e2m1_nibble_pair_to_f16x2_scaled(uint
  * the pairs are the elements two apart (VG_PAIRS_STRIDE2).  In sm_90 SASS
  * a word of eight codes takes 13 instructions (four converts, two PRMT
  * for the high halves) against the nibble pairs' 16, and the 4-bit rows
- * on the H200 took about 1.5 % less time (geomean; kernels/cuda/NOTES.md,
- * session 10). */
+ * on the H200 took about 1.5 % less time (geomean; kernels/cuda/KERNELS.md
+ * D13). */
 #if VG_F8_HW_CVT
 #define VG_E2M1_PAIRS VG_PAIRS_STRIDE2
 static __device__ __forceinline__ void e2m1x8_to_f16x2_via_e4m3(uint32_t w, uint32_t out[4])
@@ -309,8 +309,8 @@ struct DeqNVFP4 {
      * s * 2^-8 (exact, subnormals included) and one multiply by 2^-E
      * (exact: at most 448 * 64, and at least 2^-11 for E = -6).  With
      * either decode the product is v * s * 2^-8.  The float conversion
-     * this replaces made nvfp4 wo_a 15.8 us instead of 12.6 (NOTES.md,
-     * session 4). */
+     * this replaces made nvfp4 wo_a 15.8 us instead of 12.6 (KERNELS.md
+     * D14). */
     template <int E>
     static __device__ __forceinline__ uint32_t scale_high_bytes(uint32_t t)
     {
@@ -423,7 +423,7 @@ struct DeqMXFP4 {
      * step's 32-group i): the largest as the post-scale, half h holds the
      * 32-groups 2h + q/2.  The post-scale is built from bits (the code 0xFF,
      * NaN in E8M0, gives infinity): vg_e8m0_to_f32's NaN test cost mxfp4
-     * wo_a 3 % (NOTES.md, session 4). */
+     * wo_a 3 % (KERNELS.md D15). */
     static __device__ __forceinline__ void step_scales(uint32_t ew, int q, int r, StepScales &s)
     {
         const int emax = max(max((int)(ew & 0xFFu), (int)((ew >> 8) & 0xFFu)),
@@ -502,7 +502,7 @@ struct DeqMXFP4Words : DeqMXFP4 {
  * (bits 4-7 of the word or of the word shifted by 8), giving 1024 + 16q,
  * and one FMA by 1/16 minus 64 leaves q, exactly: one shift per word where
  * three shifts were (awq 4096x14336 M=1 15.52 -> 14.66 us, wo_a 8 tokens
- * 9.85 -> 9.66 on the H200; kernels/cuda/NOTES.md, session 14). */
+ * 9.85 -> 9.66 on the H200; kernels/cuda/KERNELS.md D16). */
 struct DeqAWQ {
     static constexpr int kBits = 4;
     static constexpr int kPairs = VG_PAIRS_NATURAL;

@@ -256,7 +256,7 @@ static float median_of(float *ms, int n)
  * over its launches.  Timing one launch after an L2 flush instead (the
  * fallback below) ranked plans differently from the bench: on the H200 it
  * picked plans 10-50 % slower back to back than the heuristic's in 8 of 54
- * rows (kernels/cuda/NOTES.md, session 7). */
+ * rows (kernels/cuda/KERNELS.md D17). */
 static vg_status time_back_to_back(const vg_plan *p, const vg_gemm_args *a, int warmup, int reps,
                                    double *median_us, int *copies, int *set_up_failed)
 {

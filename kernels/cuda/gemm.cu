@@ -388,7 +388,7 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
 
 /* The one fixed rule.  Decode sizes (<= 16 rows): the streaming decode
  * kernel with the plans the back-to-back tuner picked on an H200 (kernels/
- * cuda/NOTES.md): with >= 192 tiles of 16 rows of N, one block per tile;
+ * cuda/KERNELS.md D18, D19): with >= 192 tiles of 16 rows of N, one block per tile;
  * with 48-191 tiles (the loop path's N=1024 groups) 16 or 8 warps per block
  * that split K inside the block, 2.2x faster there than split-K across
  * blocks, whose reduce kernel doubles the launches; below that, split-K 4.
@@ -417,10 +417,10 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
                              : "cuda.grouped.decode.m8n32w4.u2.sk2");
         /* fp16 moves twice fp8's bytes per step, and U=4 keeps two of its
          * steps in flight, not one; since the decode loop lost its tail
-         * code (session 10) the 32-row tile is its fastest plan at 1-8
+         * code (KERNELS.md D10) the 32-row tile is its fastest plan at 1-8
          * tokens (wo_a, H200, every plan forced, two runs: 18.87 / 19.23
          * / 19.65 us at 1 / 4 / 8 tokens against 19.77 / 20.50 / 21.42
-         * for m8n16w4.u4; kernels/cuda/NOTES.md, session 10).  The other
+         * for m8n16w4.u4; kernels/cuda/KERNELS.md D18).  The other
          * families are fastest at m8n16w4.u2. */
         if (f == VG_FAMILY_FP16 && !big)
             return by_id("cuda.grouped.decode.m8n32w4.u4.sk1");

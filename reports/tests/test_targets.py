@@ -255,8 +255,9 @@ class FromBenchFiles(TargetCase):
 
 
     def test_real_h200_bench_files(self):
-        """The bench JSON of one H200 call (kernels/cuda/NOTES.md, session 12,
-        call 5: `ci/device-run bench families` with FAMILIES=nvfp4,
+        """The bench JSON of one H200 call (kernels/cuda/KERNELS.md, "Measured
+        figures"; session 12, call 5, of the dated log it replaced:
+        `ci/device-run bench families` with FAMILIES=nvfp4,
         FAMILY_TOKENS=1,4,8,16, kernel code of 4416fef), so that the
         targets' row names and partner patterns meet what the bench really
         writes.  The expected figures were worked out by hand from the
