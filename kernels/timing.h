@@ -6,6 +6,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" { /* the CUDA sources (kernels/cuda/) use them too */
+#endif
+
 /* The most repetitions one timing may take (stack arrays). */
 #define VG_TIMING_MAX_REPS 1024
 
@@ -16,5 +20,9 @@ double vg_now_us(void);
 /* Median of n samples (n >= 1); sorts a copy, leaves `samples` as is.
  * For an even n, the mean of the two middle values. */
 double vg_median(const double *samples, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -390,7 +390,7 @@ const vg_operator *vg_registry_find(const char *name);
 vg_status vg_registry_check(const vg_operator *ops, size_t n, const char *const *names,
                             size_t count);
 
-/* ---- LUT (lut.c) -------------------------------------------------------------- */
+/* ---- LUT (lut.c; the writer lut_export.c, the reader lut_import.c) ------------ */
 /* Test hook: called with the temporary file's path right before the rename;
  * a test points it at a function that _exit()s to simulate a crash. */
 extern void (*vg_lut_before_rename_hook)(const char *tmp_path);

@@ -1,5 +1,5 @@
 /*
- * Crash safety of the two file writers: vg_lut_export (runtime/lut.c) and
+ * Crash safety of the two file writers: vg_lut_export (runtime/lut_export.c) and
  * vg_golden_write (golden/golden_write.c).  Both promise "written to a
  * temporary file and renamed": a crash at any point leaves the complete old
  * file or the complete new one, never a mix, never a torn file.

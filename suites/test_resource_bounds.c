@@ -2,7 +2,7 @@
  * Resource bounds: inputs that claim absurd sizes are refused with a clear
  * error BEFORE any large allocation.
  *
- *   - LUT (runtime/lut.c, 64 MiB cap) and kernel_config file
+ *   - LUT (runtime/lut_import.c, 64 MiB cap) and kernel_config file
  *     (runtime/config.c vg_config_load, 16 MiB cap): a sparse file just
  *     over the cap;
  *   - golden files (golden/golden_read.c, VG_GOLDEN_MAX_*): attributes and

@@ -14,6 +14,7 @@
 #include "cuda_bench.h"
 #include "decode_kernel.cuh" /* ldg_words, grid_dep_wait, grid_dep_launch */
 #include "kernels.h"         /* vg_cuda_decode_pdl */
+#include "timing.h"          /* vg_median */
 #include "voltgate/formats.h"
 
 static vg_status cuda_fail(cudaError_t e, const char *what)
@@ -38,11 +39,6 @@ namespace {
 struct Timer {
     cudaEvent_t a, b;
 };
-int cmp_double(const void *x, const void *y)
-{
-    double a = *static_cast<const double *>(x), b = *static_cast<const double *>(y);
-    return a < b ? -1 : a > b;
-}
 } // namespace
 
 extern "C" {
@@ -239,8 +235,7 @@ vg_status vg_cuda_copy_bandwidth(size_t bytes, int reps, double *median_gbs, dou
             samples[i] = gbs[i];
     }
     if (e == cudaSuccess && gbs) {
-        qsort(gbs, (size_t)reps, sizeof(double), cmp_double);
-        *median_gbs = reps % 2 ? gbs[reps / 2] : 0.5 * (gbs[reps / 2 - 1] + gbs[reps / 2]);
+        *median_gbs = vg_median(gbs, (size_t)reps);
     }
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
@@ -366,8 +361,7 @@ vg_status vg_cuda_stream_ceiling(size_t bytes, int reps, double *median_us)
         us[i] = 1e3 * (double)ms / R;
     }
     if (e == cudaSuccess) {
-        qsort(us, (size_t)reps, sizeof(double), cmp_double);
-        *median_us = reps % 2 ? us[reps / 2] : 0.5 * (us[reps / 2 - 1] + us[reps / 2]);
+        *median_us = vg_median(us, (size_t)reps);
     }
     if (e1)
         cudaEventDestroy(e1);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "kernels.h"
+#include "timing.h"
 
 static vg_status cuda_fail(cudaError_t e, const char *what)
 {
@@ -119,12 +120,6 @@ vg_status vg_cuda_stream_capturing(void *stream, int *capturing)
     }
     *capturing = cs != cudaStreamCaptureStatusNone;
     return VG_OK;
-}
-
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *static_cast<const float *>(a), y = *static_cast<const float *>(b);
-    return x < y ? -1 : x > y;
 }
 
 static int device_l2_bytes(void)
@@ -243,10 +238,18 @@ static void weight_copies_point(const weight_copies *wc, int i, vg_gemm_args *b)
     b->w.zero = wc->zero_bytes ? base + wc->zero_at : b->w.zero;
 }
 
-static float median_of(float *ms, int n)
+/* The median of n event timings (cudaEventElapsedTime's floats, held as
+ * doubles) by vg_median (timing.h), rounded back to float so that the
+ * figure is, bit for bit, the one of the float median (qsort of the floats,
+ * 0.5f * (a + b) for an even n) this replaced.  Same order, same
+ * convention (the mean of the two middle samples for an even n); only the
+ * mean's precision differed: for timings a >= b >= 0 with b >= a / 2^28,
+ * a + b is exact in double, and halving then rounding to float gives
+ * 0.5f * (a + b); for b < a / 2^28 (never, for two timings of one plan), b
+ * is under a sixteenth of a's float ulp and both give 0.5f * a. */
+static double median_ms(const double *ms, int n)
 {
-    qsort(ms, (size_t)n, sizeof(float), cmp_float);
-    return n % 2 ? ms[n / 2] : 0.5f * (ms[n / 2 - 1] + ms[n / 2]);
+    return (double)(float)vg_median(ms, (size_t)n);
 }
 
 /* Back to back, as `voltgate bench` times a row and as a serving step runs
@@ -265,7 +268,7 @@ static vg_status time_back_to_back(const vg_plan *p, const vg_gemm_args *a, int 
     cudaEvent_t ready = NULL, *ev = NULL;
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
-    float *ms = NULL;
+    double *ms = NULL;
     weight_copies wc = {};
     wc.count = 1;
     int made = 0;
@@ -315,7 +318,7 @@ static vg_status time_back_to_back(const vg_plan *p, const vg_gemm_args *a, int 
             goto out;
         }
         ev = static_cast<cudaEvent_t *>(calloc((size_t)reps * 2, sizeof(cudaEvent_t)));
-        ms = static_cast<float *>(calloc((size_t)reps, sizeof(float)));
+        ms = static_cast<double *>(calloc((size_t)reps, sizeof(double)));
         if (!ev || !ms) {
             st = vg_fail(VG_ERR_NO_MEMORY, "cuda time plan: %d reps", reps);
             goto out;
@@ -337,10 +340,13 @@ static vg_status time_back_to_back(const vg_plan *p, const vg_gemm_args *a, int 
         }
         if (e == cudaSuccess)
             e = cudaEventSynchronize(ev[2 * reps - 1]);
-        for (int i = 0; i < reps && e == cudaSuccess; i++)
-            e = cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]);
+        for (int i = 0; i < reps && e == cudaSuccess; i++) {
+            float t = 0;
+            e = cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]);
+            ms[i] = t;
+        }
         if (e == cudaSuccess) {
-            *median_us = 1e3 * (double)median_of(ms, reps) / launches;
+            *median_us = 1e3 * median_ms(ms, reps) / launches;
             *copies = wc.count;
         }
     }
@@ -385,7 +391,7 @@ static vg_status time_single_launches(const vg_plan *p, const vg_gemm_args *a, i
         if ((st = vg_cuda_gemm(p, a)) != VG_OK)
             return st;
     cudaEvent_t *ev = static_cast<cudaEvent_t *>(calloc((size_t)reps * 2, sizeof(cudaEvent_t)));
-    float *ms = static_cast<float *>(calloc((size_t)reps, sizeof(float)));
+    double *ms = static_cast<double *>(calloc((size_t)reps, sizeof(double)));
     if (!ev || !ms) {
         free(ev);
         free(ms);
@@ -411,10 +417,13 @@ static vg_status time_single_launches(const vg_plan *p, const vg_gemm_args *a, i
     }
     if (e == cudaSuccess && st == VG_OK)
         e = cudaEventSynchronize(ev[2 * reps - 1]);
-    for (int i = 0; i < reps && e == cudaSuccess && st == VG_OK; i++)
-        e = cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]);
+    for (int i = 0; i < reps && e == cudaSuccess && st == VG_OK; i++) {
+        float t = 0;
+        e = cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]);
+        ms[i] = t;
+    }
     if (e == cudaSuccess && st == VG_OK)
-        *median_us = 1e3 * (double)median_of(ms, reps);
+        *median_us = 1e3 * median_ms(ms, reps);
     for (int i = 0; i < made; i++)
         cudaEventDestroy(ev[i]);
     free(ev);

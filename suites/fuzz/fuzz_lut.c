@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the LUT importer (runtime/lut.c, vg_lut_import).
+ * Fuzz target: the LUT importer (runtime/lut_import.c, vg_lut_import).
  *
  * Input: one flag byte, then the file's bytes.  Flag bit 0 set: the bytes
  * are a LUT body and the target appends the correct "checksum fnv1a64="
