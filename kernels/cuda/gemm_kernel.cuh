@@ -8,8 +8,10 @@
  * Block: rows BM of X (one M tile of one group), columns BN of W, the K range
  * of its split.  Each stage holds the X tile (FP16, BM x BK) and the W tile
  * (the family's raw bytes, BN x BK elements) in shared memory; on SM80+ they
- * arrive by cp.async STAGES-1 tiles ahead of use, on SM70/75 by plain loads
- * (same code shape, no overlap inside a block).
+ * arrive by cp.async STAGES-1 tiles ahead of use, on SM75 by plain loads
+ * (same code shape, no overlap inside a block).  SM70 loads tile t+1 after
+ * tile t's MMAs and, for the quantized families, first dequantizes tile t's
+ * W once into FP16 in tile t+1's free buffer (kDecodeOnce, decode_stage_w).
  *
  * Warps: WM x WN x WK.  Warp (wm, wn, wk) computes rows wm*WTM.., columns
  * wn*WTN.. of the block tile over every WK-th 64-long K chunk of each stage;
@@ -231,11 +233,41 @@ struct GemmCfg {
     static constexpr int WTM = BM / WM, WTN = BN / WN;
     static constexpr int MI = WTM / 16, NI = WTN / 8;
     static constexpr int kRedBytes = (WK - 1) * BM * BN * 4;
+    /* SM70: the stage's W tile dequantized once into FP16 rows laid out as
+     * X's (see vg_gemm_kernel); it borrows a stage buffer, so no extra
+     * shared memory (and no other size on the host side). */
+    static constexpr bool kDecodeOnce = Deq::kBits < 16;
+    static constexpr int kDecStride = XStride<BK * 2>::value;
+    static_assert(!kDecodeOnce || STAGES >= 2, "the decoded W tile borrows another stage's buffer");
+    static_assert(!kDecodeOnce || BN * kDecStride <= kStageBytes, "the decoded W tile fits a stage");
     static constexpr int kSmem = kSmemMain > kRedBytes ? kSmemMain : kRedBytes;
     static_assert(WTM % 16 == 0 && WTN % 8 == 0, "warp tile must be a multiple of 16x8");
     static_assert(BK % (64 * WK) == 0, "each warp takes whole 64-long K chunks");
     static_assert(Deq::kScaleK % 64 == 0, "scale blocks hold whole chunks");
 };
+
+/* A stage chunk at the edge of W or X (the last bytes of a row, rows past
+ * the matrix, or rows not 16-byte aligned): the first `bytes` (0..16) bytes
+ * of src, zeros after them, stored as one 16-byte chunk.  Out of line on
+ * SM70, whose plain stage loads sit in the mainloop: inlined, this cold
+ * path held 20+ byte loads and a local-memory array in every K iteration
+ * (spills the V100 model counts, reports/sass_model.py).  Later archs keep
+ * it inline; the unrolled form has no local array there either. */
+#if VG_QUADPAIR
+#define VG_EDGE_INLINE __noinline__
+#else
+#define VG_EDGE_INLINE __forceinline__
+#endif
+static __device__ VG_EDGE_INLINE void copy_edge16(uint8_t *dst, const void *src, int bytes)
+{
+    const uint8_t *s = static_cast<const uint8_t *>(src);
+    uint32_t v[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int b = 0; b < 16; b++)
+        if (b < bytes)
+            v[b >> 2] |= (uint32_t)s[b] << (8 * (b & 3));
+    *reinterpret_cast<uint4 *>(dst) = make_uint4(v[0], v[1], v[2], v[3]);
+}
 
 /* Loads one stage: W rows n0.. (BN), X rows of the block (BM), K k0..k0+BK. */
 template <class Deq, class C, int BM, int BN, int BK>
@@ -256,11 +288,8 @@ static __device__ __forceinline__ void load_stage(uint8_t *ws_, uint8_t *xs_, co
         if (n < p.w.n && off + 16 <= wrow && p.w_vec_ok) {
             cp_async16(dst, wq + (size_t)n * wrow + off);
         } else {
-            uint32_t v[4] = {0, 0, 0, 0};
-            if (n < p.w.n)
-                for (int b = 0; b < 16 && off + b < wrow; b++)
-                    v[b >> 2] |= (uint32_t)wq[(size_t)n * wrow + off + b] << (8 * (b & 3));
-            *reinterpret_cast<uint4 *>(dst) = make_uint4(v[0], v[1], v[2], v[3]);
+            const int bytes = n < p.w.n && off < wrow ? (int)min((size_t)16, wrow - off) : 0;
+            copy_edge16(dst, wq + (size_t)n * wrow + off, bytes);
         }
     }
     const int K = p.w.k;
@@ -275,12 +304,34 @@ static __device__ __forceinline__ void load_stage(uint8_t *ws_, uint8_t *xs_, co
         if (r < rows && kk + 8 <= K && p.x_vec_ok) {
             cp_async16(dst, src);
         } else {
-            uint32_t v[4] = {0, 0, 0, 0};
-            if (r < rows)
-                for (int e = 0; e < 8 && kk + e < K; e++)
-                    v[e >> 1] |= (uint32_t)src[e] << (16 * (e & 1));
-            *reinterpret_cast<uint4 *>(dst) = make_uint4(v[0], v[1], v[2], v[3]);
+            const int bytes = r < rows && kk < K ? 2 * min(8, K - kk) : 0;
+            copy_edge16(dst, src, bytes);
         }
+    }
+}
+
+/* SM70: the block dequantizes the stage's W tile (raw bytes at wst) once
+ * into FP16 rows at dec, 16 elements per decode16 call, the same calls and
+ * pre-scales the MMA loop of later archs makes (so the same values); chunks
+ * past K are left alone, the MMA loop stops before them. */
+template <class Deq, class C, int BN, int BK>
+static __device__ __forceinline__ void decode_stage_w(uint8_t *dec, const uint8_t *wst,
+                                                      const KParams &p, int g, int n0, int k0,
+                                                      int kend)
+{
+    constexpr int RUNS = BK / 16;
+    for (int u = threadIdx.x; u < BN * RUNS; u += C::kThreads) {
+        const int nr = u / RUNS, kr = (u % RUNS) * 16;
+        if (k0 + (kr & ~63) >= kend)
+            continue;
+        uint32_t pre = 0;
+        if constexpr (Deq::kPreScale)
+            pre = Deq::prescale(p.w, g, min(n0 + nr, p.w.n - 1), min(k0 + kr, p.w.k - 1));
+        uint32_t b[8];
+        Deq::decode16(wst + nr * C::kWStride + kr * Deq::kBits / 8, pre, b);
+        uint4 *d = reinterpret_cast<uint4 *>(dec + nr * C::kDecStride + kr * 2);
+        d[0] = make_uint4(b[0], b[1], b[2], b[3]);
+        d[1] = make_uint4(b[4], b[5], b[6], b[7]);
     }
 }
 
@@ -380,9 +431,20 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
         }
     };
 
-    /* Prologue: STAGES-1 tiles in flight. */
+    /* Prologue: STAGES-1 tiles in flight (SM70: one, below). */
+#if VG_QUADPAIR
+    /* SM70 has no cp.async: a stage's plain loads complete before the
+     * thread goes on, so tiles ahead hide nothing inside a block.  It loads
+     * tile t+1 after tile t's MMAs instead, which frees a stage buffer for
+     * tile t's W dequantized once (kDecodeOnce): each W element is then
+     * decoded by one thread instead of by two quadpairs of every warp that
+     * reads it (the V100 model's issue count, reports/sass_model.py). */
+    constexpr int kAhead = 1;
+#else
+    constexpr int kAhead = STAGES - 1;
+#endif
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; s++) {
+    for (int s = 0; s < kAhead; s++) {
         if (s < ktiles) {
             uint8_t *st = smem + s * C::kStageBytes;
             load_stage<Deq, C, BM, BN, BK>(st, st + BN * C::kWStride, p, wq, n0, row0, rows,
@@ -394,6 +456,7 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
     for (int t = 0; t < ktiles; t++) {
         cp_async_wait<STAGES - 2>();
         __syncthreads();
+#if !VG_QUADPAIR
         {
             const int tn = t + STAGES - 1;
             if (tn < ktiles) {
@@ -403,9 +466,18 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
             }
             cp_async_commit();
         }
+#endif
         const uint8_t *wst = smem + (t % STAGES) * C::kStageBytes;
         const uint8_t *xst = wst + BN * C::kWStride;
         const int k0 = kbeg + t * BK;
+#if VG_QUADPAIR
+        /* tile t+1's buffer, free until the load after this tile's MMAs */
+        uint8_t *wdec = smem + ((t + 1) % STAGES) * C::kStageBytes;
+        if constexpr (C::kDecodeOnce) {
+            decode_stage_w<Deq, C, BN, BK>(wdec, wst, p, g, n0, k0, kend);
+            __syncthreads();
+        }
+#endif
 #pragma unroll
         for (int ch = wk; ch < BK / 64; ch += WK) {
             const int kc = ch * 64; /* chunk start inside the tile */
@@ -437,11 +509,19 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
 #pragma unroll
                 for (int jp = 0; jp < NI / 2; jp++) {
                     const int nr = wn * C::WTN + jp * 16 + 8 * (qp >> 1) + qi; /* row of the W tile */
-                    uint32_t pre = 0;
-                    if constexpr (Deq::kPreScale)
-                        pre = Deq::prescale(p.w, g, min(n0 + nr, p.w.n - 1), min(k0 + kr, p.w.k - 1));
                     uint32_t b[8];
-                    Deq::decode16(wst + nr * C::kWStride + kr * Deq::kBits / 8, pre, b);
+                    if constexpr (C::kDecodeOnce) {
+                        const uint8_t *src = wdec + nr * C::kDecStride + kr * 2;
+                        const uint4 u0 = *reinterpret_cast<const uint4 *>(src);
+                        const uint4 u1 = *reinterpret_cast<const uint4 *>(src + 16);
+                        b[0] = u0.x; b[1] = u0.y; b[2] = u0.z; b[3] = u0.w;
+                        b[4] = u1.x; b[5] = u1.y; b[6] = u1.z; b[7] = u1.w;
+                    } else {
+                        uint32_t pre = 0;
+                        if constexpr (Deq::kPreScale)
+                            pre = Deq::prescale(p.w, g, min(n0 + nr, p.w.n - 1), min(k0 + kr, p.w.k - 1));
+                        Deq::decode16(wst + nr * C::kWStride + kr * Deq::kBits / 8, pre, b);
+                    }
 #pragma unroll
                     for (int s = 0; s < 4; s++)
 #pragma unroll
@@ -494,6 +574,16 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
             }
 #endif
         }
+#if VG_QUADPAIR
+        if (t + 1 < ktiles) {
+            if constexpr (C::kDecodeOnce)
+                __syncthreads(); /* every warp is done with wdec, tile t+1's buffer */
+            uint8_t *st = smem + ((t + 1) % STAGES) * C::kStageBytes;
+            /* the decoded tile overwrote this buffer's zero X rows too */
+            load_stage<Deq, C, BM, BN, BK>(st, st + BN * C::kWStride, p, wq, n0, row0, rows,
+                                           kbeg + (t + 1) * BK, C::kDecodeOnce || t + 1 < STAGES);
+        }
+#endif
     }
     cp_async_wait<0>();
     flush(cur_kb);
