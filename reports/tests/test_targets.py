@@ -217,6 +217,21 @@ class NewKinds(TargetCase):
         self.assertEqual(lines[(four, "family=mxfp4")]["status"], "not measured")
         self.assertEqual(lines[("v100-decode-ceiling-fp16-fp8", "family=fp8")]["status"], "not measured")
 
+    def test_v100_prefill_ceiling_reads_the_m128_tiles_only(self):
+        ts = [t for t in targets.load_targets() if t["id"] == "v100-prefill-ceiling"]
+        self.assertEqual(ts[0]["min"], 0.70)
+        rows = targets.model_rows([
+            {"family": "fp8", "kind": "tiled", "tile": "prefill.m128n128k64.s3", "bound": "issue", "ceiling": 0.73},
+            {"family": "fp8", "kind": "tiled", "tile": "prefill.m128n128k64.s2", "bound": "issue", "ceiling": 0.72},
+            {"family": "mxfp4", "kind": "tiled", "tile": "prefill.m128n128k64.s2", "bound": "issue", "ceiling": 0.64},
+            # the M <= 64 and 64 KB tiles are not the M >= 256 rule's: not read
+            {"family": "fp8", "kind": "tiled", "tile": "prefill.m64n64k64.s3", "bound": "issue", "ceiling": 0.4},
+            {"family": "fp8", "kind": "tiled", "tile": "mid.m64n64k128.s2", "bound": "mio", "ceiling": 0.3}])
+        lines = {ln["group"]: ln for ln in targets.evaluate(ts, rows)}
+        self.assertEqual((lines["family=fp8"]["status"], lines["family=fp8"]["worst"]), ("met", 0.72))
+        self.assertEqual((lines["family=mxfp4"]["status"], lines["family=mxfp4"]["worst"]), ("not met", 0.64))
+        self.assertEqual(lines["family=fp16"]["status"], "not measured")
+
     def test_4bit_time_over_fp8(self):
         ts = [t for t in targets.load_targets() if t["id"] == "family-4bit-over-fp8-time"]
         bench = {("cuda", "wo_a/grouped/fp8/t1/tune=off"): row(median_us=10.0),
