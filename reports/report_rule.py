@@ -7,7 +7,7 @@ import re
 import shlex
 
 import stats
-from report_runs import _natural
+from report_runs import _natural, current_row_name
 
 
 FLAGGED_KINDS = ("kernel", "dispatch")
@@ -207,8 +207,11 @@ def bisect_recipe(latest, baseline, perf, gold, min_effect, alpha=0.05, runs=())
         row = worst["row"]
         if "," in row["name"]:
             return [], f"the row {row['name']!r} has a comma in its name, which bisect-step's --perf cannot take"
+        # The record may hold the row under a legacy name (report_runs.LEGACY_ROW_PREFIXES):
+        # bisect-step matches either.
         holder = next((r["_file"] for r in baseline.records
-                       if any(b["backend"] == row["backend"] and b["name"] == row["name"] for b in r["bench"])),
+                       if any((b["backend"], current_row_name(b["backend"], b["name"])) == worst["key"]
+                              for b in r["bench"])),
                       None)
         if holder is None:
             return [], f"no record of the baseline run holds the row {row['name']!r}"

@@ -22,5 +22,5 @@ done
 rows=$("$PY" -c 'import json,sys; print(len({b["name"] for b in json.load(open(sys.argv[1]))["benchmarks"]}))' "$TMP/a.json")
 tests=$(grep -c '_pvalue .*U Test, Repetitions: 24 vs 24' "$TMP/cmp")
 [ "$tests" = "$rows" ] || { echo "compare.py ran $tests U tests over $rows rows:"; cat "$TMP/cmp"; exit 1; }
-grep -q '^wo_a/grouped/fp8/t1/tune=off ' "$TMP/cmp" || { echo "no wo_a/grouped row:"; cat "$TMP/cmp"; exit 1; }
+grep -q '^g4n256k512/grouped/fp8/t1/tune=off ' "$TMP/cmp" || { echo "no g4n256k512/grouped row:"; cat "$TMP/cmp"; exit 1; }
 echo "compare.py: $tests rows compared, each with its U test"

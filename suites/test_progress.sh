@@ -17,7 +17,7 @@ script -qec "$bench >/dev/null" /dev/null >"$TMP/bench.tty" 2>&1 || { echo "benc
 grep -q 'golden verify: 0/2 files, 0 rows; reading golden/cases/fp8-dense.h5' "$TMP/verify.tty" &&
     grep -q 'golden verify: 1/2 files, [1-9][0-9]* rows[;(].*, [0-9.]* s' "$TMP/verify.tty" ||
     { echo "no verify progress line on a terminal: $(tr '\r\033' '|^' <"$TMP/verify.tty" | head -c 400)"; exit 1; }
-grep -q 'bench: [0-9]* rows timed (last: wo_a/[^)]*), [0-9.]* s' "$TMP/bench.tty" ||
+grep -q 'bench: [0-9]* rows timed (last: g4n256k512/[^)]*), [0-9.]* s' "$TMP/bench.tty" ||
     { echo "no bench progress line on a terminal: $(tr '\r\033' '|^' <"$TMP/bench.tty" | head -c 400)"; exit 1; }
 # Not a terminal: stderr stays empty.
 $verify >/dev/null 2>"$TMP/verify.err" && $bench >/dev/null 2>"$TMP/bench.err" || { echo "a command failed"; exit 1; }

@@ -46,10 +46,10 @@ bench)
     printf '{"tool":"bench","backend":"cpu","gpu":null,"driver":null,"cuda_version":null,"arch_list":null,"policy_hash":"00000000000000ff","config":{},"copy_bandwidth_gbs":20.0,"rows":[' > "$json"
     for p in grouped loop; do
         [ $p = loop ] && printf ',' >> "$json"
-        printf '{"name":"wo_a/%s/fp8/t6/tune=on","kind":"kernel","path":"%s","family":"fp8","m":48,"n":1024,"k":4096,"groups":8,"tokens":6,"plan":"p","decision":"measure","samples_us":[%s],"median_us":%s,"min_us":9.95,"max_us":12.3,"bytes":33554432,"flops":402653184,"bandwidth_fraction":null,"max_rel_rms":1e-4}' $p $p "$samples" "$median" >> "$json"
+        printf '{"name":"g4n256k512/%s/fp8/t6/tune=on","kind":"kernel","path":"%s","family":"fp8","m":24,"n":256,"k":512,"groups":4,"tokens":6,"plan":"p","decision":"measure","samples_us":[%s],"median_us":%s,"min_us":9.95,"max_us":12.3,"bytes":524288,"flops":6291456,"bandwidth_fraction":null,"max_rel_rms":1e-4}' $p $p "$samples" "$median" >> "$json"
     done
     printf ']}\n' >> "$json"
-    [ "$mode" = bench-row-fail ] && { echo "voltgate bench: wo_a/grouped/fp8/t6/tune=on: output check failed" >&2; exit 1; }
+    [ "$mode" = bench-row-fail ] && { echo "voltgate bench: g4n256k512/grouped/fp8/t6/tune=on: output check failed" >&2; exit 1; }
     true ;;
 replay)
     printf '{"tool":"replay","warmup_measured":34,"serving_measured":0,"requests_with_new_shape":2,"requests":3,"per_request":[{"prompt":12,"new_shape":true,"measured":0,"dispatch_us":1.5,"engine":"default"},{"prompt":12,"new_shape":false,"measured":0,"dispatch_us":1.2,"engine":"default"},{"prompt":1500,"new_shape":true,"measured":0,"dispatch_us":2.5,"engine":"default"}]}\n' > "$json" ;;
@@ -134,7 +134,7 @@ nightly
 grep -q "baseline record: $first" "$tmp/nout" || fail "nightly: baseline is not the last record"
 nightly slow
 [ "$rc" = 1 ] || { fail "nightly with a 20 % slowdown: exit $rc, want 1"; tail -20 "$tmp/nout"; }
-grep -q "| wo_a/grouped/fp8/t6/tune=on | cpu |" "$tmp/nout" || fail "nightly: the slow row is not in the table"
+grep -q "| g4n256k512/grouped/fp8/t6/tune=on | cpu |" "$tmp/nout" || fail "nightly: the slow row is not in the table"
 grep -q "nightly: REGRESSED" "$tmp/nout" || fail "nightly: no REGRESSED line"
 
 # The repository's own results folder was not touched by any of this.

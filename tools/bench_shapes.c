@@ -1,5 +1,5 @@
 /*
- * voltgate bench: the shapes (wo_a grouped/loop, dense, prefill): for each
+ * voltgate bench: the shapes (grouped/loop, dense, prefill): for each
  * one, the rows of every token count, path, tune setting or forced plan,
  * and of the peers.
  */
@@ -153,8 +153,9 @@ const char *unknown_plan(const opts *o, const char *list, size_t *len)
     return NULL;
 }
 
-/* wo_a: G groups of N x K, every tokens value, the paths and tune settings
- * (or the plans --plan forces). */
+/* The grouped shape (wo_a on CUDA, g4n256k512 on the CPU; shape is the
+ * rows' name prefix): G groups of N x K, every tokens value, the paths and
+ * tune settings (or the plans --plan forces). */
 void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int K)
 {
     const opts *o = &b->o;

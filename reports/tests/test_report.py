@@ -44,9 +44,10 @@ class ReportCase(unittest.TestCase):
         self.assertEqual(problems, [])
         return recs
 
-    def put_record(self, commit, when, rows, runner="local", shard=None, golden=None, run_id=None, extra=None):
-        """A record with bench rows {name: samples} and golden rows {case: verdict};
-        extra {name: {field: value}} adds fields to bench rows."""
+    def put_record(self, commit, when, rows, runner="local", shard=None, golden=None, run_id=None, extra=None,
+                   backend="cpu"):
+        """A record with bench rows {name: samples} of one backend and golden rows
+        {case: verdict}; extra {name: {field: value}} adds fields to bench rows."""
         bench_rows = []
         for name, samples in rows.items():
             bench_rows.append({"name": name, "kind": "kernel", "path": "grouped", "family": "fp8", "m": 48,
@@ -55,7 +56,7 @@ class ReportCase(unittest.TestCase):
                                "min_us": min(samples), "max_us": max(samples), "bytes": 33554432,
                                "flops": 402653184, "bandwidth_fraction": 0.8, "max_rel_rms": 1e-4,
                                **(extra or {}).get(name, {})})
-        bench = {"tool": "bench", "backend": "cpu", "gpu": None, "driver": None, "cuda_version": None,
+        bench = {"tool": "bench", "backend": backend, "gpu": None, "driver": None, "cuda_version": None,
                  "arch_list": None, "policy_hash": "00000000000000ff", "config": {}, "copy_bandwidth_gbs": 10.0,
                  "rows": bench_rows}
         grows = []
@@ -412,7 +413,7 @@ class Files(ReportCase):
         plans = {"wo_a/grouped/fp8/t4/tune=on": "m8n32", "wo_a/grouped/fp8/t8/tune=on": "m16n16"}
         extra = {name: {"plan": plans.get(name, "m8n16"), "decision": "measure" if "tune=on" in name else "heuristic"}
                  for name in tuned}
-        self.put_record("a", 0, tuned, extra=extra)
+        self.put_record("a", 0, tuned, extra=extra, backend="cuda")     # wo_a is a CUDA shape
         run = report.group_runs(self.records())[0]
         rows = report.tuner_vs_heuristic(run)
         self.assertEqual([r["variant"] for r in rows], ["wo_a/grouped/fp8/t4/tune=*", "wo_a/grouped/fp8/t8/tune=*"])

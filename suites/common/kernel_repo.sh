@@ -2,8 +2,10 @@
 # kernel_repo DIR makes DIR a fresh git repository holding a tiny shell
 # "kernel" project -- kernel.conf (DELAY_US: its time per call), build.sh
 # BUILD (does not build when DELAY_US is not a number) and bench.sh BUILD
-# JSON (the bench JSON, 15 samples per row around DELAY_US, and a loop row
-# at 50 us) -- and cds into it.  commit MESSAGE commits all and prints the
+# JSON (the bench JSON of the CPU grouped shape, 15 samples per row around
+# DELAY_US, and a loop row at 50 us; named g4n256k512/..., or ROW_PREFIX/...
+# where kernel.conf sets it: ROW_PREFIX=wo_a is a bench from before issue
+# 30) -- and cds into it.  commit MESSAGE commits all and prints the
 # commit's sha.
 kernel_repo() {
     mkdir -p "$1" && cd "$1" || return 1
@@ -20,10 +22,10 @@ EOF2
 #!/bin/sh
 # bench.sh BUILD JSON: 15 samples per row around the built kernel's DELAY_US.
 . "$1/kernel.conf"
-awk -v d="$DELAY_US" 'function row(name, path, c,   j, s) {
+awk -v d="$DELAY_US" -v p="${ROW_PREFIX:-g4n256k512}" 'function row(name, path, c,   j, s) {
     s = ""; for (j = 0; j < 15; j++) s = s (j ? "," : "") sprintf("%.4f", c * (1 + ((j * 7) % 15) / 1000.0));
-    return sprintf("{\"name\":\"%s\",\"kind\":\"kernel\",\"path\":\"%s\",\"family\":\"fp8\",\"m\":48,\"n\":1024,\"k\":4096,\"groups\":8,\"tokens\":6,\"plan\":\"p\",\"decision\":\"reuse\",\"samples_us\":[%s],\"median_us\":%.4f,\"min_us\":%.4f,\"max_us\":%.4f,\"bytes\":33554432,\"flops\":402653184,\"bandwidth_fraction\":null,\"max_rel_rms\":null}", name, path, s, c * 1.007, c, c * 1.014) }
-  BEGIN { printf "{\"tool\":\"bench\",\"backend\":\"cpu\",\"gpu\":null,\"driver\":null,\"cuda_version\":null,\"arch_list\":null,\"policy_hash\":null,\"config\":null,\"copy_bandwidth_gbs\":null,\"rows\":[%s,%s]}\n", row("wo_a/grouped/fp8/t6/tune=on", "grouped", d), row("wo_a/loop/fp8/t6/tune=on", "loop", 50) }' > "$2"
+    return sprintf("{\"name\":\"%s\",\"kind\":\"kernel\",\"path\":\"%s\",\"family\":\"fp8\",\"m\":24,\"n\":256,\"k\":512,\"groups\":4,\"tokens\":6,\"plan\":\"p\",\"decision\":\"reuse\",\"samples_us\":[%s],\"median_us\":%.4f,\"min_us\":%.4f,\"max_us\":%.4f,\"bytes\":524288,\"flops\":6291456,\"bandwidth_fraction\":null,\"max_rel_rms\":null}", name, path, s, c * 1.007, c, c * 1.014) }
+  BEGIN { printf "{\"tool\":\"bench\",\"backend\":\"cpu\",\"gpu\":null,\"driver\":null,\"cuda_version\":null,\"arch_list\":null,\"policy_hash\":null,\"config\":null,\"copy_bandwidth_gbs\":null,\"rows\":[%s,%s]}\n", row(p "/grouped/fp8/t6/tune=on", "grouped", d), row(p "/loop/fp8/t6/tune=on", "loop", 50) }' > "$2"
 EOF2
 }
 
