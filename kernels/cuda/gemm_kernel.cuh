@@ -252,7 +252,9 @@ struct GemmCfg {
  * SM70, whose plain stage loads sit in the mainloop: inlined, this cold
  * path held 20+ byte loads and a local-memory array in every K iteration
  * (spills the V100 model counts, reports/sass_model.py).  Later archs keep
- * it inline; the unrolled form has no local array there either. */
+ * their inline byte loops in load_stage, whose code was measured: moving
+ * them here too changes their SASS (fewer instructions in the loop by
+ * the model), which waits for a ci/ab-bench. */
 #if VG_QUADPAIR
 #define VG_EDGE_INLINE __noinline__
 #else
@@ -288,8 +290,16 @@ static __device__ __forceinline__ void load_stage(uint8_t *ws_, uint8_t *xs_, co
         if (n < p.w.n && off + 16 <= wrow && p.w_vec_ok) {
             cp_async16(dst, wq + (size_t)n * wrow + off);
         } else {
+#if VG_QUADPAIR
             const int bytes = n < p.w.n && off < wrow ? (int)min((size_t)16, wrow - off) : 0;
             copy_edge16(dst, wq + (size_t)n * wrow + off, bytes);
+#else
+            uint32_t v[4] = {0, 0, 0, 0};
+            if (n < p.w.n)
+                for (int b = 0; b < 16 && off + b < wrow; b++)
+                    v[b >> 2] |= (uint32_t)wq[(size_t)n * wrow + off + b] << (8 * (b & 3));
+            *reinterpret_cast<uint4 *>(dst) = make_uint4(v[0], v[1], v[2], v[3]);
+#endif
         }
     }
     const int K = p.w.k;
@@ -304,8 +314,16 @@ static __device__ __forceinline__ void load_stage(uint8_t *ws_, uint8_t *xs_, co
         if (r < rows && kk + 8 <= K && p.x_vec_ok) {
             cp_async16(dst, src);
         } else {
+#if VG_QUADPAIR
             const int bytes = r < rows && kk < K ? 2 * min(8, K - kk) : 0;
             copy_edge16(dst, src, bytes);
+#else
+            uint32_t v[4] = {0, 0, 0, 0};
+            if (r < rows)
+                for (int e = 0; e < 8 && kk + e < K; e++)
+                    v[e >> 1] |= (uint32_t)src[e] << (16 * (e & 1));
+            *reinterpret_cast<uint4 *>(dst) = make_uint4(v[0], v[1], v[2], v[3]);
+#endif
         }
     }
 }
