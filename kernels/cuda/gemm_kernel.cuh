@@ -31,9 +31,10 @@
  *           quadpair p takes rows 8(p&1).. of each 16-row X tile and columns
  *           8(p>>1).. of each pair of 8-column W tiles (a 16x16 output per
  *           instruction), and its thread i holds X row i and W row i, all 64
- *           K of a chunk in four runs of 16 (each W element is decoded by
- *           two quadpairs, as each X element is loaded by two).  The sums
- *           are the m16n8k16 ones in another place (out_row / out_col).
+ *           K of a chunk in four runs of 16 (each X element is loaded by
+ *           two quadpairs; W comes dequantized once per tile, kDecodeOnce).
+ *           The sums are the m16n8k16 ones in another place (out_row /
+ *           out_col).
  *   other   FP32 FMA emulation through warp shuffles (correct, slow)
  *
  * Output: split 1 writes Y (FP32 or FP16) directly; split S > 1 writes FP32
@@ -238,7 +239,9 @@ struct GemmCfg {
      * shared memory (and no other size on the host side). */
     static constexpr bool kDecodeOnce = Deq::kBits < 16;
     static constexpr int kDecStride = XStride<BK * 2>::value;
-    static_assert(!kDecodeOnce || STAGES >= 2, "the decoded W tile borrows another stage's buffer");
+    /* SM70 loads tile t+1 into another buffer while tile t is read, and the
+     * decoded W tile borrows that buffer */
+    static_assert(STAGES >= 2, "two stage buffers at least");
     static_assert(!kDecodeOnce || BN * kDecStride <= kStageBytes, "the decoded W tile fits a stage");
     static constexpr int kSmem = kSmemMain > kRedBytes ? kSmemMain : kRedBytes;
     static_assert(WTM % 16 == 0 && WTN % 8 == 0, "warp tile must be a multiple of 16x8");
@@ -304,7 +307,8 @@ static __device__ __forceinline__ void load_stage(uint8_t *ws_, uint8_t *xs_, co
     }
     const int K = p.w.k;
     /* X rows past the block's rows are zero; they stay zero in a stage
-     * buffer once written, so only a buffer's first use writes them. */
+     * buffer once written, so only a buffer's first use writes them (SM70
+     * kDecodeOnce: every load, the decoded W tile overwrites them). */
     const int xrows = fill_pad ? BM : min(rows, BM);
     for (int c = tid; c < xrows * XCH; c += C::kThreads) {
         const int r = c / XCH, ch = c % XCH;
