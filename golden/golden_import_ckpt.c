@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fileio.h"
 #include "golden_import.h"
 
 #define MAX_SHARDS 4096
@@ -35,37 +36,22 @@ void golden_import_ckpt_close(ckpt *c)
 }
 
 /* Reads dir/name as JSON into *out; a missing file leaves *out NULL (only
- * when `optional`).  A file that exists but does not parse is an error. */
+ * when `optional`).  A file that exists but does not parse is an error, and
+ * so is anything but a regular file (vg_read_whole_file: a FIFO would make
+ * a plain open wait for a writer). */
 static vg_status read_json(const char *dir, const char *name, int optional, cJSON **out)
 {
     *out = NULL;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        if (optional && errno == ENOENT)
-            return VG_OK;
-        return vg_fail(VG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    }
     struct stat sb;
-    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 0 ||
-        (uint64_t)sb.st_size > MAX_JSON_BYTES) {
-        fclose(fp);
-        return vg_fail(VG_ERR_FORMAT, "%s: not a regular file of at most %u bytes", path,
-                       MAX_JSON_BYTES);
-    }
-    size_t len = (size_t)sb.st_size;
-    char *buf = malloc(len + 1);
-    if (!buf) {
-        fclose(fp);
-        return vg_fail(VG_ERR_NO_MEMORY, "%s: out of memory", path);
-    }
-    size_t got = fread(buf, 1, len, fp);
-    fclose(fp);
-    if (got != len) {
-        free(buf);
-        return vg_fail(VG_ERR_IO, "%s: short read", path);
-    }
+    if (optional && lstat(path, &sb) != 0 && errno == ENOENT)
+        return VG_OK;
+    char *buf = NULL;
+    size_t len = 0;
+    vg_status r = vg_read_whole_file(path, path, MAX_JSON_BYTES, &buf, &len);
+    if (r != VG_OK)
+        return r;
     *out = cJSON_ParseWithLength(buf, len);
     free(buf);
     if (!*out || !cJSON_IsObject(*out)) {

@@ -1384,6 +1384,35 @@ static void test_safetensors_fifo_refused(void **state)
     free(dir);
 }
 
+/* A FIFO in place of a checkpoint folder's index or config JSON: refused
+ * at once with its name, not a reader waiting for a writer forever. */
+static void test_checkpoint_json_fifo_refused(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"model.safetensors.index.json", "config.json"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char *dir = vgtest_mkdtemp();
+        char fifo[700];
+        snprintf(fifo, sizeof fifo, "%s/%s", dir, names[i]);
+        assert_int_equal(mkfifo(fifo, 0600), 0);
+        if (i == 1) { /* config.json is read once a checkpoint file opened */
+            char st[700];
+            snprintf(st, sizeof st, "%s/model.safetensors", dir);
+            write_st(st, "{}", NULL, 0);
+        }
+        vg_golden_import_args a = import_args(NULL, "model.layers.1.mlp.up_proj");
+        a.checkpoint = dir;
+        vg_golden_file f;
+        alarm(20);
+        assert_int_equal(vg_golden_import(&a, &f) == VG_OK, 0);
+        alarm(0);
+        if (!strstr(vg_last_error(), names[i]) || !strstr(vg_last_error(), "not a regular file"))
+            fail_msg("%s: %s", names[i], vg_last_error());
+        vgtest_rmtree(dir);
+        free(dir);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1406,6 +1435,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_writers_refuse_what_reader_refuses),
         cmocka_unit_test(test_cli_import_output_is_input),
         cmocka_unit_test(test_safetensors_fifo_refused),
+        cmocka_unit_test(test_checkpoint_json_fifo_refused),
     };
     return VGTEST_MAIN("golden_import", tests);
 }
