@@ -62,6 +62,17 @@ class CpuBenchNames(unittest.TestCase):
         self.assertTrue(all("/plan=" in r["name"] for r in rows))
         self.assertIn("\ng4n256k512 (fp8), plans forced", out)
 
+    def test_crossover_runs_each_m_once_under_the_dense_name(self):
+        """--shape crossover (issue 31) runs the dense shape at M up to 256 on
+        the CPU; with dense too, the M both ask for is one row, not two."""
+        out, rows = self.bench("--shape", "dense,crossover", "--tune", "off")
+        self.check_names(rows)
+        names = [r["name"] for r in rows]
+        self.assertEqual(len(names), len(set(names)), names)
+        self.assertEqual(sorted(r["m"] for r in rows), [1, 16, 32, 64, 128, 256])
+        self.assertIn("n512k512/dense/fp8/m256/tune=off", names)
+        self.assertIn("\nn512k512 dense (fp8)", out)
+
     def test_help_names_the_cpu_rows(self):
         proc = subprocess.run([TOOL, "bench", "--help"], capture_output=True, text=True, timeout=60)
         self.assertEqual(proc.returncode, 0, proc.stderr)

@@ -20,7 +20,7 @@
 
 #define MAX_LIST 32
 
-enum { SHAPE_WO_A = 1, SHAPE_DENSE = 2, SHAPE_PREFILL = 4 };
+enum { SHAPE_WO_A = 1, SHAPE_DENSE = 2, SHAPE_PREFILL = 4, SHAPE_CROSSOVER = 8 };
 
 typedef struct opts {
     int cuda;                 /* backend */

@@ -81,15 +81,44 @@ static int parse_list(const char *s, int *out, int max, const char *what)
 /* Is this row in our shard?  Every row takes the next unit number. */
 /* ---- main ---------------------------------------------------------------------------------- */
 
+/* The M values of a and b in ascending order, each once, without `skip`
+ * (0: none); returns how many (at most MAX_LIST: a holds at most that
+ * many, b is a fixed list of 10). */
+static int merge_ms(int *out, const int *a, int na, const int *b, int nb, int skip)
+{
+    int n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const int *v = pass ? b : a;
+        for (int i = 0, nv = pass ? nb : na; i < nv; i++) {
+            int seen = v[i] == skip;
+            for (int j = 0; j < n && !seen; j++)
+                seen = out[j] == v[i];
+            if (!seen && n < MAX_LIST)
+                out[n++] = v[i];
+        }
+    }
+    for (int i = 1; i < n; i++) /* insertion sort: a few values */
+        for (int j = i; j > 0 && out[j - 1] > out[j]; j--) {
+            int t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+    return n;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: voltgate bench [options]\n"
             "  --backend auto|cuda|cpu  (default auto: cuda when a device is present, else\n"
             "                         cpu; cpu runs small shapes, host clock)\n"
-            "  --shape LIST           wo_a,dense,prefill (default wo_a)\n"
+            "  --shape LIST           wo_a,dense,prefill,crossover (default wo_a)\n"
             "                         wo_a: 8 groups x N=1024 x K=4096; dense: N=K=4096 and\n"
-            "                         N=4096,K=14336 at M <= 16; prefill: M=N=K=4096.\n"
+            "                         N=4096,K=14336 at M <= 16; prefill: M=N=K=4096;\n"
+            "                         crossover: the dense shapes at M = 1, 16, 32, 64, 128,\n"
+            "                         256, 512, 1024, 4096, 8192 (its M=N=K=4096 row is\n"
+            "                         prefill4096's), where plan kinds and the cuBLAS peer\n"
+            "                         trade places; cpu: n512k512 at M = 1 to 256.\n"
             "                         Row names start with the shape run: wo_a, n4096k4096,\n"
             "                         n4096k14336, prefill4096; on cpu (small shapes)\n"
             "                         g4n256k512 (wo_a's stand-in: 4 groups x N=256 x\n"
@@ -171,9 +200,11 @@ static int parse_args(int argc, char **argv, opts *o)
                     o->shapes |= SHAPE_DENSE;
                 else if (len == 7 && !strncmp(s, "prefill", len))
                     o->shapes |= SHAPE_PREFILL;
+                else if (len == 9 && !strncmp(s, "crossover", len))
+                    o->shapes |= SHAPE_CROSSOVER;
                 else {
                     fprintf(stderr, "voltgate bench: --shape '%s': unknown or empty shape '%.*s' "
-                                    "(wo_a, dense, prefill)\n", v, (int)len, s);
+                                    "(wo_a, dense, prefill, crossover)\n", v, (int)len, s);
                     return -1;
                 }
             }
@@ -399,16 +430,27 @@ int cmd_bench(int argc, char **argv)
     for (int i = 0; i < o->ntokens; i++)
         if (o->tokens[i] <= 16)
             ms[nms++] = o->tokens[i];
-    if (o->shapes & SHAPE_DENSE) {
-        if (o->cuda) {
-            bench_dense(&b, h, "n4096k4096", 4096, 4096, ms, nms);
-            bench_dense(&b, h, "n4096k14336", 4096, 14336, ms, nms);
-        } else {
-            bench_dense(&b, h, "n512k512", 512, 512, ms, nms);
-        }
+    /* Each dense shape runs the union of dense's M (--tokens up to 16) and
+     * crossover's, so asking for both runs no row twice; the crossover's
+     * square row (M=N=K=4096) is prefill4096's, under that name. */
+    static const int cross_cuda[] = {1, 16, 32, 64, 128, 256, 512, 1024, 4096, 8192};
+    static const int cross_cpu[] = {1, 16, 32, 64, 128, 256};
+    const int *cross = o->cuda ? cross_cuda : cross_cpu;
+    const int ncross = !(o->shapes & SHAPE_CROSSOVER) ? 0
+                       : o->cuda ? (int)(sizeof cross_cuda / sizeof *cross_cuda)
+                                 : (int)(sizeof cross_cpu / sizeof *cross_cpu);
+    const int ndense = o->shapes & SHAPE_DENSE ? nms : 0;
+    int sq[MAX_LIST], nsq = merge_ms(sq, ms, ndense, cross, ncross, o->cuda ? 4096 : 512);
+    int tall[MAX_LIST], ntall = merge_ms(tall, ms, ndense, cross, ncross, 0);
+    if (o->cuda) {
+        bench_dense(&b, h, "n4096k4096", 4096, 4096, sq, nsq);
+        bench_dense(&b, h, "n4096k14336", 4096, 14336, tall, ntall);
+    } else {
+        bench_dense(&b, h, "n512k512", 512, 512, sq, nsq);
     }
     int pm[1] = {o->cuda ? 4096 : 256};
-    if (o->shapes & SHAPE_PREFILL)
+    const int prefill = (o->shapes & SHAPE_PREFILL) || (o->cuda && ncross > 0);
+    if (prefill)
         bench_dense(&b, h, o->cuda ? "prefill4096" : "prefill256", o->cuda ? 4096 : 256,
                     o->cuda ? 4096 : 256, pm, 1);
 
@@ -416,25 +458,20 @@ int cmd_bench(int argc, char **argv)
     if (o->plans) {
         if (o->shapes & SHAPE_WO_A)
             print_forced(&b, wname);
-        if (o->shapes & SHAPE_DENSE) {
+        if (nsq)
             print_forced(&b, o->cuda ? "n4096k4096" : "n512k512");
-            if (o->cuda)
-                print_forced(&b, "n4096k14336");
-        }
-        if (o->shapes & SHAPE_PREFILL)
+        if (o->cuda && ntall)
+            print_forced(&b, "n4096k14336");
+        if (prefill)
             print_forced(&b, o->cuda ? "prefill4096" : "prefill256");
     } else {
         if (o->shapes & SHAPE_WO_A)
             print_tables(&b, wname, wG, wN, wK);
-        if (o->shapes & SHAPE_DENSE) {
-            if (o->cuda) {
-                print_dense(&b, "n4096k4096", ms, nms);
-                print_dense(&b, "n4096k14336", ms, nms);
-            } else {
-                print_dense(&b, "n512k512", ms, nms);
-            }
-        }
-        if (o->shapes & SHAPE_PREFILL)
+        if (nsq)
+            print_dense(&b, o->cuda ? "n4096k4096" : "n512k512", sq, nsq);
+        if (o->cuda && ntall)
+            print_dense(&b, "n4096k14336", tall, ntall);
+        if (prefill)
             print_dense(&b, o->cuda ? "prefill4096" : "prefill256", pm, 1);
     }
 
