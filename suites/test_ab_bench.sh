@@ -21,12 +21,14 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 cat > "$tmp/bench.sh" <<'SH'
 #!/bin/sh
 # bench.sh JSON ORDERLOG: one kernel row, 15 samples around ab-delay.txt's us
-# (output_ok false where ab-wrong.txt exists).
+# (output_ok false where ab-wrong.txt exists), named as a CPU bench named its
+# grouped rows before issue 30 (wo_a/...) unless ab-name.txt gives the name.
 d=10; [ -f ab-delay.txt ] && d=$(cat ab-delay.txt)
+n=wo_a; [ -f ab-name.txt ] && n=$(cat ab-name.txt)
 ok=true; [ -f ab-wrong.txt ] && ok=false
 echo "$(basename "$PWD")" >> "$2"
-awk -v d="$d" -v ok="$ok" 'BEGIN { s = ""; for (j = 0; j < 15; j++) s = s (j ? "," : "") sprintf("%.4f", d * (1 + ((j * 7) % 15) / 1000.0));
-  printf "{\"tool\":\"bench\",\"backend\":\"cpu\",\"rows\":[{\"name\":\"wo_a/grouped/fp8/t6/tune=off\",\"kind\":\"kernel\",\"output_ok\":%s,\"samples_us\":[%s]},{\"name\":\"copy/memcpy/64MiB\",\"kind\":\"copy\",\"samples_us\":[1,2,3]}]}\n", ok, s }' > "$1"
+awk -v d="$d" -v ok="$ok" -v n="$n" 'BEGIN { s = ""; for (j = 0; j < 15; j++) s = s (j ? "," : "") sprintf("%.4f", d * (1 + ((j * 7) % 15) / 1000.0));
+  printf "{\"tool\":\"bench\",\"backend\":\"cpu\",\"rows\":[{\"name\":\"%s/grouped/fp8/t6/tune=off\",\"kind\":\"kernel\",\"output_ok\":%s,\"samples_us\":[%s]},{\"name\":\"copy/memcpy/64MiB\",\"kind\":\"copy\",\"samples_us\":[1,2,3]}]}\n", n, ok, s }' > "$1"
 SH
 patch_with() {   # patch_with FILE CONTENT: a patch that creates ab-delay.txt
     printf 'diff --git a/ab-delay.txt b/ab-delay.txt\nnew file mode 100644\n--- /dev/null\n+++ b/ab-delay.txt\n@@ -0,0 +1 @@\n+%s\n' "$2" > "$1"
@@ -38,7 +40,7 @@ hooks=(--backend cpu --work "$tmp/work" --build-cmd true --bench-cmd "sh $tmp/be
 out=$("$ab" "${hooks[@]}" ref=. slow="$tmp/slow.patch" same="$tmp/same.patch" 2>"$tmp/err")
 rc=$?
 [ "$rc" = 0 ] || { fail "ab-bench exit $rc"; cat "$tmp/err"; }
-row=$(printf '%s\n' "$out" | grep '^| wo_a/grouped/fp8/t6/tune=off |')
+row=$(printf '%s\n' "$out" | grep '^| g4n256k512/grouped/fp8/t6/tune=off |')
 case "$row" in
 *"| 10.07 | 13.09 (1.300*) | 10.07 (1.000) |"*) ;;
 *) fail "row: '$row'"; printf '%s\n' "$out" ;;
@@ -51,6 +53,14 @@ order=$(tr '\n' ' ' < "$tmp/order.log")
 want="v-ref v-slow v-same v-same v-slow v-ref "
 [ "$order" = "$want" ] || fail "order '$order', want '$want'"
 [ -s "$tmp/work/ab.json" ] || fail "no ab.json"
+
+# A revision from before the CPU rows' rename (wo_a/...) against one after it
+# (g4n256k512/...): one row with its ratio, not two rows without one.
+printf 'diff --git a/ab-name.txt b/ab-name.txt\nnew file mode 100644\n--- /dev/null\n+++ b/ab-name.txt\n@@ -0,0 +1 @@\n+g4n256k512\n' > "$tmp/renamed.patch"
+out=$("$ab" "${hooks[@]}" old=. new="$tmp/renamed.patch" 2>"$tmp/err") || fail "renamed: exit $?"
+[ "$(printf '%s\n' "$out" | grep -c '/grouped/fp8/t6/tune=off |')" = 1 ] &&
+    printf '%s\n' "$out" | grep -q '^| g4n256k512/grouped/fp8/t6/tune=off | 10.07 | 10.07 (1.000) |' ||
+    fail "old and new row names not one row: $out"
 
 # A variant whose output the bench finds wrong is marked, named on stderr and
 # kept out of the geometric mean, however fast (a kernel that skips its work).
