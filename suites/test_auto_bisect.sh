@@ -38,13 +38,18 @@ sed -i 's/^DELAY_US=1O$/DELAY_US=10/' kernel.conf;    c4=$(commit "c4: fix the b
 sed -i 's/^DELAY_US=10$/DELAY_US=13/' kernel.conf;    c5=$(commit "c5: planted slow commit")
 echo "# more" >> kernel.conf;                         c6=$(commit "c6: comment")
 echo "# last" >> kernel.conf;                         c7=$(commit "c7: comment")
-for at in "$c2" "$c7"; do
-    git checkout -q "$at"
-    sh build.sh "$tmp/build" && sh bench.sh "$tmp/build" "$tmp/bench.json" &&
-        "$py" "$here/reports/record.py" --bench-json "$tmp/bench.json" --history "$tmp/history" --repo "$repo" \
-            >/dev/null || { echo "record of ${at:0:7} failed"; exit 1; }
-done
-git checkout -q main
+record_at() {   # record_at REPO HISTORY COMMIT...: build, bench and record each commit of REPO (cwd)
+    local rrepo=$1 hist=$2 at
+    shift 2
+    for at in "$@"; do
+        git checkout -q "$at"
+        sh build.sh "$tmp/build" && sh bench.sh "$tmp/build" "$tmp/bench.json" &&
+            "$py" "$here/reports/record.py" --bench-json "$tmp/bench.json" --history "$hist" --repo "$rrepo" \
+                >/dev/null || { echo "record of ${at:0:7} failed"; return 1; }
+    done
+    git checkout -q main
+}
+record_at "$repo" "$tmp/history" "$c2" "$c7" || exit 1
 "$py" "$here/reports/report.py" --history "$tmp/history" --out "$tmp/html" --targets none >"$tmp/report.txt" 2>&1
 rc=$?
 [ $rc = 1 ] && grep -q "git bisect run /tmp/bisect-step --baseline-record" "$tmp/report.txt" ||
@@ -75,13 +80,7 @@ echo "# tuned" >> kernel.conf;                                   r2=$(commit "r2
 sed -i 's/^DELAY_US=10$/DELAY_US=13/' kernel.conf;               r3=$(commit "r3: planted slow commit")
 sed -i '/^ROW_PREFIX=/d' kernel.conf;                            r4=$(commit "r4: rows named after their shape")
 echo "# last" >> kernel.conf;                                    r5=$(commit "r5: comment")
-for at in "$r2" "$r5"; do
-    git checkout -q "$at"
-    sh build.sh "$tmp/build2" && sh bench.sh "$tmp/build2" "$tmp/bench2.json" &&
-        "$py" "$here/reports/record.py" --bench-json "$tmp/bench2.json" --history "$tmp/history2" --repo "$tmp/repo2" \
-            >/dev/null || { echo "record of ${at:0:7} failed"; exit 1; }
-done
-git checkout -q main
+record_at "$tmp/repo2" "$tmp/history2" "$r2" "$r5" || exit 1
 grep -q '"wo_a/grouped/fp8/t6/tune=on"' "$tmp"/history2/*"${r2:0:10}"*.json ||
     { echo "the record of r2 does not hold the old name"; exit 1; }
 "$py" "$here/reports/report.py" --history "$tmp/history2" --out "$tmp/html2" --targets none >"$tmp/report2.txt" 2>&1

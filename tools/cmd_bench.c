@@ -82,8 +82,8 @@ static int parse_list(const char *s, int *out, int max, const char *what)
 /* ---- main ---------------------------------------------------------------------------------- */
 
 /* The M values of a and b in ascending order, each once, without `skip`
- * (0: none); returns how many (at most MAX_LIST: a holds at most that
- * many, b is a fixed list of 10). */
+ * (0: none); returns how many, at most MAX_LIST (the values past it are
+ * dropped: a holds at most MAX_LIST, b is one of the short crossover lists). */
 static int merge_ms(int *out, const int *a, int na, const int *b, int nb, int skip)
 {
     int n = 0;

@@ -259,11 +259,7 @@ struct GemmCfg {
  * them here too changes their SASS (fewer instructions in the loop by
  * the model), which waits for a ci/ab-bench. */
 #if VG_QUADPAIR
-#define VG_EDGE_INLINE __noinline__
-#else
-#define VG_EDGE_INLINE __forceinline__
-#endif
-static __device__ VG_EDGE_INLINE void copy_edge16(uint8_t *dst, const void *src, int bytes)
+static __device__ __noinline__ void copy_edge16(uint8_t *dst, const void *src, int bytes)
 {
     const uint8_t *s = static_cast<const uint8_t *>(src);
     uint32_t v[4] = {0, 0, 0, 0};
@@ -273,6 +269,7 @@ static __device__ VG_EDGE_INLINE void copy_edge16(uint8_t *dst, const void *src,
             v[b >> 2] |= (uint32_t)s[b] << (8 * (b & 3));
     *reinterpret_cast<uint4 *>(dst) = make_uint4(v[0], v[1], v[2], v[3]);
 }
+#endif
 
 /* Loads one stage: W rows n0.. (BN), X rows of the block (BM), K k0..k0+BK. */
 template <class Deq, class C, int BM, int BN, int BK>
