@@ -254,11 +254,21 @@ vg_status vg_golden_verify_file(vg_device *dev, const char *file, const vg_golde
         }
         if (st != VG_OK)
             goto next;
-        if (args.path != f->path) {
-            /* the rerouted call may need a different workspace */
+        {
+            /* the rerouted call may need a different workspace, and a plan
+             * the runtime would not offer at these rows (run here all the
+             * same) more than vg_gemm_workspace_bytes counts */
             size_t wsb2 = 0;
-            if ((st = vg_gemm_workspace_bytes(dev, &args, &wsb2)) != VG_OK)
+            if (args.path != f->path && (st = vg_gemm_workspace_bytes(dev, &args, &wsb2)) != VG_OK)
                 goto next;
+            for (size_t p = 0; p < np; p++) {
+                size_t need = 0;
+                if (!mode_all && strcmp(plans[p]->id, o->plan) != 0)
+                    continue;
+                if ((st = vg_gemm_plan_workspace_bytes(dev, plans[p], &args, &need)) != VG_OK)
+                    goto next;
+                wsb2 = need > wsb2 ? need : wsb2;
+            }
             if (wsb2 > wsb) {
                 release(dev, &dws);
                 if ((st = vg_device_alloc(dev, wsb2, &dws)) != VG_OK)

@@ -24,12 +24,26 @@ const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_
     (void)f; (void)path; (void)rows; (void)n; (void)k;
     return NULL;
 }
-const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, int32_t n,
-                                     int32_t k, int smem_limit)
+const vg_plan *vg_cuda_heuristic_native(vg_family f, vg_path path, int32_t rows, int32_t n,
+                                        int32_t k)
 {
-    (void)f; (void)path; (void)rows; (void)n; (void)k; (void)smem_limit;
+    return vg_cuda_heuristic(f, path, rows, n, k);
+}
+const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, int32_t n,
+                                     int32_t k, int smem_limit, int blas)
+{
+    (void)f; (void)path; (void)rows; (void)n; (void)k; (void)smem_limit; (void)blas;
     return NULL;
 }
+vg_status vg_cuda_blas_prepare(int *offered, const char **why)
+{
+    if (offered)
+        *offered = 0;
+    if (why)
+        *why = "built without CUDA";
+    return absent();
+}
+int vg_cuda_blas_version(void) { return 0; }
 int vg_cuda_plan_smem(const vg_plan *p, vg_family f) { (void)p; (void)f; return -1; }
 vg_status vg_cuda_workspace_bytes(const vg_plan *p, const vg_gemm_args *a, size_t *bytes)
 {

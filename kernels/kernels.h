@@ -27,6 +27,9 @@ const vg_plan *vg_cpu_plan_at(size_t i);
 /* The fixed rule used when nothing measured applies.  Never NULL for a
  * valid family/path. */
 const vg_plan *vg_cpu_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k);
+/* The rule without the dequantize-once plans (a policy's workspace cap). */
+const vg_plan *vg_cpu_heuristic_native(vg_family f, vg_path path, int32_t rows, int32_t n,
+                                       int32_t k);
 vg_status vg_cpu_workspace_bytes(const vg_plan *p, const vg_gemm_args *a, size_t *bytes);
 vg_status vg_cpu_gemm(const vg_plan *p, const vg_gemm_args *a);
 
@@ -38,11 +41,25 @@ vg_status vg_cuda_device_arch(int ordinal, int *arch);
 size_t vg_cuda_plan_count(void);
 const vg_plan *vg_cuda_plan_at(size_t i);
 const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k);
+/* The rule as if the device did not offer the dequantize + cuBLAS kind. */
+const vg_plan *vg_cuda_heuristic_native(vg_family f, vg_path path, int32_t rows, int32_t n,
+                                        int32_t k);
 /* The same rule for a device with smem_limit bytes of opt-in shared memory
- * per block (vg_cuda_heuristic: the current device's), and the shared
+ * per block that offers the dequantize + cuBLAS kind or not (blas;
+ * vg_cuda_heuristic: the current device's facts), and the shared
  * memory plan p's kernel for family f takes (-1 for an unknown plan). */
 const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, int32_t n,
-                                     int32_t k, int smem_limit);
+                                     int32_t k, int smem_limit, int blas);
+/* Rows (M, or rows of the largest group) from which the rule takes the
+ * dequantize + cuBLAS plan where the device offers it. */
+#define VG_CUDA_DQBLAS_HEURISTIC_ROWS 256
+/* Whether the current device offers the dequantize + cuBLAS kind (cuBLAS
+ * starts on it), asked once per device; *why says what failed.  Creates
+ * the device's first cuBLAS handle: call it outside any graph capture (the
+ * cuda backend's open does). */
+vg_status vg_cuda_blas_prepare(int *offered, const char **why);
+/* cuBLAS's version (cublasGetVersion) once a handle exists, else 0. */
+int vg_cuda_blas_version(void);
 int vg_cuda_plan_smem(const vg_plan *p, vg_family f);
 vg_status vg_cuda_workspace_bytes(const vg_plan *p, const vg_gemm_args *a, size_t *bytes);
 /* Enqueues on a->stream; graph-capturable (no allocation, no sync). */

@@ -114,3 +114,18 @@ int vg_plan_applies(const vg_plan *p, vg_family f, vg_path path, int32_t rows)
         return 0;
     return p->max_rows == 0 || rows <= p->max_rows;
 }
+
+int vg_plan_offered(const vg_plan *p, vg_family f, vg_path path, int32_t rows)
+{
+    return vg_plan_applies(p, f, path, rows) && (p->min_rows <= 0 || rows >= p->min_rows);
+}
+
+const char *vg_plan_kind_name(vg_plan_kind k)
+{
+    static const char *const names[VG_KIND_COUNT] = {
+        [VG_KIND_TILED] = "tiled",
+        [VG_KIND_DECODE] = "decode",
+        [VG_KIND_DEQUANT_BLAS] = "dequant+cublas",
+    };
+    return (unsigned)k < VG_KIND_COUNT ? names[k] : "unknown";
+}

@@ -27,6 +27,10 @@ typedef struct vg_backend_ops {
     size_t (*plan_count)(void);
     const vg_plan *(*plan_at)(size_t i);
     const vg_plan *(*heuristic)(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k);
+    /* The same rule without the plans that need a large workspace (the
+     * dequantize + cuBLAS kind): where the policy's cap refuses those. */
+    const vg_plan *(*heuristic_native)(vg_family f, vg_path path, int32_t rows, int32_t n,
+                                       int32_t k);
     vg_status (*workspace_bytes)(const vg_plan *p, const vg_gemm_args *a, size_t *bytes);
     vg_status (*launch)(void *ctx, const vg_plan *p, const vg_gemm_args *a);
 
@@ -42,6 +46,9 @@ typedef struct vg_backend_ops {
     vg_status (*copy_to_device)(void *ctx, void *dst, const void *src, size_t bytes);
     vg_status (*copy_to_host)(void *ctx, void *dst, const void *src, size_t bytes);
     vg_status (*synchronize)(void *ctx, void *stream);
+    /* The version of a library whose kernels some plans run (cuBLAS for the
+     * dequantize + cuBLAS kind; 0 where none is loaded).  NULL: none. */
+    int (*library_version)(void);
 } vg_backend_ops;
 
 extern const vg_backend_ops vg_backend_cpu;

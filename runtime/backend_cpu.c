@@ -112,6 +112,7 @@ const vg_backend_ops vg_backend_cpu = {
     .plan_count = vg_cpu_plan_count,
     .plan_at = vg_cpu_plan_at,
     .heuristic = vg_cpu_heuristic,
+    .heuristic_native = vg_cpu_heuristic_native,
     .workspace_bytes = vg_cpu_workspace_bytes,
     .launch = cpu_launch,
     .time_plan = cpu_time_plan,

@@ -3,7 +3,8 @@
  *
  *   {"sm70_fp8":{"native":{"fp8_grouped_bmm_decode":true,
  *                          "fp8_tune_small_shapes":true,
- *                          "fp8_coordinated_tuning":false}},
+ *                          "fp8_coordinated_tuning":false,
+ *                          "dequant_workspace_max_mib":null}},
  *    "sm70_runtime":{"freeze_tuning_after_warmup":false,
  *                    "reuse_lut_across_builds":false,
  *                    "share_measured_plans_across_engines":false},
@@ -65,13 +66,16 @@ int vg_lut_template_valid(const char *tmpl, char *why, size_t size)
     return 1;
 }
 
-typedef enum { FIELD_BOOL, FIELD_PATH, FIELD_PER_FAMILY } field_kind;
+typedef enum { FIELD_BOOL, FIELD_PATH, FIELD_PER_FAMILY, FIELD_MIB } field_kind;
+
+/* The largest MiB count a FIELD_MIB takes (1 TiB). */
+#define VG_CONFIG_MIB_MAX (1 << 20)
 
 /* One leaf of the schema: its JSON path, its kind and where it lands. */
 typedef struct field_spec {
     const char *path;         /* dotted JSON path */
     field_kind kind;
-    size_t offset;            /* into vg_config_fields (FIELD_BOOL) */
+    size_t offset;            /* into vg_config_fields (FIELD_BOOL, FIELD_MIB) */
     int def;
 } field_spec;
 
@@ -82,6 +86,8 @@ static const field_spec fields[] = {
      offsetof(vg_config_fields, fp8_tune_small_shapes), 1},
     {"sm70_fp8.native.fp8_coordinated_tuning", FIELD_BOOL,
      offsetof(vg_config_fields, fp8_coordinated_tuning), 0},
+    {"sm70_fp8.native.dequant_workspace_max_mib", FIELD_MIB,
+     offsetof(vg_config_fields, dequant_workspace_max_mib), -1},
     {"sm70_runtime.freeze_tuning_after_warmup", FIELD_BOOL,
      offsetof(vg_config_fields, freeze_tuning_after_warmup), 0},
     {"sm70_runtime.reuse_lut_across_builds", FIELD_BOOL,
@@ -283,6 +289,21 @@ static vg_status walk(const cJSON *obj, const char *prefix, vg_config *cfg)
             if (!cJSON_IsBool(item))
                 return vg_fail(VG_ERR_CONFIG, "%s: expected boolean, got %s", path, got);
             *(int *)((char *)&cfg->f + f->offset) = cJSON_IsTrue(item) ? 1 : 0;
+        } else if (f->kind == FIELD_MIB) {
+            int v = f->def;
+            if (!cJSON_IsNull(item)) {
+                if (!cJSON_IsNumber(item))
+                    return vg_fail(VG_ERR_CONFIG, "%s: expected integer MiB or null, got %s",
+                                   path, got);
+                double d = item->valuedouble;
+                if (d != (double)(long long)d)
+                    return vg_fail(VG_ERR_CONFIG, "%s: expected integer MiB, got %s", path, got);
+                if (d < 0 || d > VG_CONFIG_MIB_MAX)
+                    return vg_fail(VG_ERR_CONFIG, "%s: out of range: %s (0 to %d MiB, or null)",
+                                   path, got, VG_CONFIG_MIB_MAX);
+                v = (int)d;
+            }
+            *(int *)((char *)&cfg->f + f->offset) = v;
         } else {
             if (cJSON_IsNull(item))
                 continue;
@@ -315,7 +336,7 @@ static vg_config *config_new(void)
     if (!cfg)
         return NULL;
     for (size_t i = 0; i < NFIELDS; i++)
-        if (fields[i].kind == FIELD_BOOL)
+        if (fields[i].kind == FIELD_BOOL || fields[i].kind == FIELD_MIB)
             *(int *)((char *)&cfg->f + fields[i].offset) = fields[i].def;
     for (int f = 0; f < VG_FAMILY_COUNT; f++)
         for (int o = 0; o < VG_FOPT_COUNT; o++)
@@ -462,6 +483,11 @@ vg_status vg_config_to_json(const vg_config *cfg, char **json)
     cJSON_AddBoolToObject(native, "fp8_grouped_bmm_decode", cfg->f.fp8_grouped_bmm_decode);
     cJSON_AddBoolToObject(native, "fp8_tune_small_shapes", cfg->f.fp8_tune_small_shapes);
     cJSON_AddBoolToObject(native, "fp8_coordinated_tuning", cfg->f.fp8_coordinated_tuning);
+    if (cfg->f.dequant_workspace_max_mib >= 0)
+        cJSON_AddNumberToObject(native, "dequant_workspace_max_mib",
+                                cfg->f.dequant_workspace_max_mib);
+    else
+        cJSON_AddNullToObject(native, "dequant_workspace_max_mib");
     cJSON_AddBoolToObject(rt, "freeze_tuning_after_warmup", cfg->f.freeze_tuning_after_warmup);
     cJSON_AddBoolToObject(rt, "reuse_lut_across_builds", cfg->f.reuse_lut_across_builds);
     cJSON_AddBoolToObject(rt, "share_measured_plans_across_engines",

@@ -20,6 +20,9 @@
  *      outside the graph's order, so it is refused; the call falls back to
  *      the next larger measured shape or the heuristic and the trace says
  *      "capturing" on a vg-trace-note line.
+ *   The heuristic's plan, when it needs more workspace than the policy's
+ *      dequant_workspace_max_mib, gives way to the rule's native plan
+ *      (a vg-trace-note says so); a measurement refuses such a candidate.
  *   8. Otherwise measure: time every plan that applies to the bucket's
  *      rows, so the winner can run every call of the bucket (the backend's
  *      timer: warm-up launches, repeated launches, median; or the test's
@@ -59,12 +62,37 @@ int32_t vg_tune_bucket_rows(vg_path path, int32_t rows)
     return bucket;
 }
 
+/* Non-zero when plan p needs more workspace for this call than the
+ * policy's dequant_workspace_max_mib allows; the message in
+ * vg_last_error() then says how much. */
+int vg_plan_over_workspace_cap(vg_device *dev, const vg_choice *c, const vg_gemm_args *args,
+                               const vg_plan *p)
+{
+    if (!p || p->kind != VG_KIND_DEQUANT_BLAS || c->ws_cap_mib < 0)
+        return 0;
+    vg_gemm_args a = *args;
+    a.path = c->path;
+    size_t need = 0;
+    if (dev->ops->workspace_bytes(p, &a, &need) != VG_OK)
+        return 1;
+    if (need <= ((size_t)c->ws_cap_mib << 20))
+        return 0;
+    vg_fail(VG_ERR_LIMIT, "%s needs %.1f MiB of workspace, over dequant_workspace_max_mib=%d",
+            p->id, (double)need / (1 << 20), c->ws_cap_mib);
+    return 1;
+}
+
 vg_status vg_decide_heuristic(vg_device *dev, const vg_gemm_args *args, vg_choice *c,
                               vg_reason why)
 {
     c->decision = VG_DECISION_HEURISTIC;
     c->why = why;
     c->plan = dev->ops->heuristic(args->w.family, c->path, c->rows, args->w.n, args->w.k);
+    if (vg_plan_over_workspace_cap(dev, c, args, c->plan)) {
+        c->note = VG_REASON_DEQUANT_OVER_CAP;
+        c->plan =
+            dev->ops->heuristic_native(args->w.family, c->path, c->rows, args->w.n, args->w.k);
+    }
     if (!c->plan)
         return vg_fail(VG_ERR_UNSUPPORTED, "%s backend has no plan for %s/%s with %d rows",
                        dev->ops->name, vg_family_name(args->w.family), vg_path_name(c->path),
@@ -134,6 +162,8 @@ vg_status vg_dispatch_decide_in(vg_device *dev, vg_tuning *t, const vg_policy *p
     c->tuning = t;
     c->plan = NULL;
     c->why = VG_REASON_NONE;
+    c->note = VG_REASON_NONE;
+    c->ws_cap_mib = fp->dequant_workspace_max_mib;
     c->path = args->path;
     c->rows = vg_gemm_max_group_rows(args);
     if (c->path == VG_PATH_GROUPED &&
@@ -176,7 +206,7 @@ size_t vg_measure_candidates(vg_device *dev, const vg_policy *pol, const vg_gemm
     size_t n = 0, total = dev->ops->plan_count();
     for (size_t i = 0; i < total; i++) {
         const vg_plan *p = dev->ops->plan_at(i);
-        if (!vg_plan_applies(p, args->w.family, c->path, c->key.rows))
+        if (!vg_plan_offered(p, args->w.family, c->path, c->key.rows))
             continue;
         if (within_block && (p->tile_n <= 0 || p->tile_k <= 0 || 128 % p->tile_n != 0 ||
                              128 % p->tile_k != 0))
@@ -195,7 +225,10 @@ void vg_time_candidates(vg_device *dev, const char *op, const vg_choice *c,
     for (size_t i = 0; i < n; i++) {
         double us = 0.0;
         vg_timer_info how = {"scripted", 0};
-        vg_status st = vg_device_time_plan(dev, plans[i], args, &us, &how);
+        /* Over the workspace cap: refused, and the trace says so. */
+        vg_status st = vg_plan_over_workspace_cap(dev, c, args, plans[i])
+                           ? VG_ERR_LIMIT
+                           : vg_device_time_plan(dev, plans[i], args, &us, &how);
         /* Every candidate, refused ones too, gets its line: the trace
          * shows why the winner won. */
         vg_trace_candidate(dev, op, args, c, plans[i], st, us, &how);

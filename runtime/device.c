@@ -44,12 +44,12 @@ vg_status vg_device_open(const char *backend, int ordinal, vg_device **out)
         return vg_fail(VG_ERR_NO_MEMORY, "vg_device_open: out of memory");
     dev->ops = ops;
     dev->ordinal = ordinal;
-    dev->planset = vg_planset_hash(ops);
     vg_status st = ops->open(ordinal, &dev->ctx, &dev->arch);
     if (st != VG_OK) {
         free(dev);
         return st;
     }
+    dev->planset = vg_planset_hash(ops);
     if ((st = vg_tuning_init(&dev->tuning)) != VG_OK) {
         ops->close(dev->ctx);
         free(dev);
@@ -264,6 +264,20 @@ uint64_t vg_planset_hash(const vg_backend_ops *ops)
                          (unsigned)p->families, (int)p->tile_m, (int)p->tile_n, (int)p->tile_k,
                          (int)p->stages, (int)p->split_k, (int)p->max_rows);
         h = vg_fnv1a64(buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1, h);
+        /* Fields added later salt the hash only where set, so plan sets
+         * without them keep their hashes. */
+        if (p->kind != VG_KIND_TILED || p->min_rows != 0) {
+            n = snprintf(buf, sizeof buf, "kind=%d;min_rows=%d;", (int)p->kind, (int)p->min_rows);
+            h = vg_fnv1a64(buf, (size_t)n, h);
+        }
+    }
+    /* A plan that runs a library's kernels runs other code under another
+     * version of it: LUT entries measured there are stale here. */
+    int lib = ops->library_version ? ops->library_version() : 0;
+    if (lib) {
+        char buf[64];
+        int n = snprintf(buf, sizeof buf, "library=%d;", lib);
+        h = vg_fnv1a64(buf, (size_t)n, h);
     }
     /* 0 stands for "this build" in the cache and UINT64_MAX for an unstamped
      * LUT entry: the hash of a plan set is neither. */
@@ -302,23 +316,36 @@ vg_status vg_device_plans(vg_device *dev, vg_family f, vg_path path, int32_t row
     return VG_OK;
 }
 
+vg_status vg_gemm_plan_workspace_bytes(vg_device *dev, const vg_plan *p,
+                                       const vg_gemm_args *args, size_t *bytes)
+{
+    if (!dev || !p || !args || !bytes)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_gemm_plan_workspace_bytes: NULL argument");
+    return dev->ops->workspace_bytes(p, args, bytes);
+}
+
 vg_status vg_gemm_workspace_bytes(vg_device *dev, const vg_gemm_args *args, size_t *bytes)
 {
     if (!dev || !args || !bytes)
         return vg_fail(VG_ERR_INVALID_ARG, "vg_gemm_workspace_bytes: NULL argument");
     int32_t rows = vg_gemm_max_group_rows(args);
+    /* Plans the runtime may choose: offered at these rows and, under the
+     * policy this thread is in, inside its workspace cap. */
+    const vg_family_policy *fp = vg_policy_family(vg_policy_current(dev), args->w.family);
+    vg_choice cap = {.ws_cap_mib = fp->dequant_workspace_max_mib};
     size_t most = 0, total = dev->ops->plan_count();
     for (size_t i = 0; i < total; i++) {
         const vg_plan *p = dev->ops->plan_at(i);
         /* A grouped call may run as loop (rerouted), so count both. */
         vg_gemm_args a = *args;
-        int applies = vg_plan_applies(p, args->w.family, args->path, rows);
+        int applies = vg_plan_offered(p, args->w.family, args->path, rows);
         if (!applies && args->path == VG_PATH_GROUPED &&
-            vg_plan_applies(p, args->w.family, VG_PATH_LOOP, rows)) {
+            vg_plan_offered(p, args->w.family, VG_PATH_LOOP, rows)) {
             a.path = VG_PATH_LOOP;
             applies = 1;
         }
-        if (!applies)
+        cap.path = a.path;
+        if (!applies || vg_plan_over_workspace_cap(dev, &cap, &a, p))
             continue;
         size_t need = 0;
         if (dev->ops->workspace_bytes(p, &a, &need) == VG_OK && need > most)

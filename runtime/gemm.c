@@ -64,13 +64,15 @@ static vg_status gemm_in(vg_device *dev, vg_tuning *t, const vg_policy *pol, con
         return st;
 
     if (vg_trace_on(&dev->trace)) {
-        if (c.why == VG_REASON_CAPTURING)
-            vg_trace_line(&dev->trace,
-                          "vg-trace-note why=%s op=%s family=%s path=%s m=%d n=%d k=%d "
-                          "groups=%d policy=%016llx",
-                          vg_reason_name(c.why), op, vg_family_name(a.w.family),
-                          vg_path_name(c.path), (int)a.m, (int)a.w.n, (int)a.w.k,
-                          (int)a.w.groups, (unsigned long long)c.key.policy);
+        const vg_reason notes[] = {c.why == VG_REASON_CAPTURING ? c.why : VG_REASON_NONE, c.note};
+        for (size_t i = 0; i < sizeof notes / sizeof notes[0]; i++)
+            if (notes[i] != VG_REASON_NONE)
+                vg_trace_line(&dev->trace,
+                              "vg-trace-note why=%s op=%s family=%s path=%s m=%d n=%d k=%d "
+                              "groups=%d policy=%016llx",
+                              vg_reason_name(notes[i]), op, vg_family_name(a.w.family),
+                              vg_path_name(c.path), (int)a.m, (int)a.w.n, (int)a.w.k,
+                              (int)a.w.groups, (unsigned long long)c.key.policy);
         vg_trace_decision(dev, op, &a, &c, c.key.policy);
     }
     if (info) {

@@ -28,6 +28,7 @@ typedef struct vg_family_policy {
     int grouped_bmm_decode;
     int tune_small_shapes;
     int tiles_within_scale_block;   /* fp8 only */
+    int dequant_workspace_max_mib;  /* -1: no cap */
 } vg_family_policy;
 
 typedef struct vg_policy {
@@ -269,6 +270,8 @@ typedef enum vg_reason {
     VG_REASON_COORD_RANK_TUNING_OFF,
     VG_REASON_COORD_RANK_FROZEN,
     VG_REASON_COORD_RANK_CAPTURING,
+    VG_REASON_DEQUANT_OVER_CAP,       /* a note: the heuristic's plan needed more workspace
+                                         than dequant_workspace_max_mib */
     VG_REASON_COUNT
 } vg_reason;
 
@@ -299,6 +302,8 @@ typedef struct vg_choice {
     vg_reason why;
     vg_cache_key key;
     vg_tuning *tuning;        /* whose measured set: the device's or an engine's */
+    int ws_cap_mib;           /* the policy's dequant_workspace_max_mib (-1: none) */
+    vg_reason note;           /* a fact the trace adds on a vg-trace-note line (NONE: none) */
 } vg_choice;
 
 /* The decision alone: reroute, limits, cache lookup, freeze and capture
@@ -325,6 +330,10 @@ vg_status vg_decide_refused(vg_device *dev, const vg_gemm_args *args, vg_choice 
                             vg_measure_permit permit, vg_reason reuse_why,
                             vg_reason heuristic_why);
 /* The heuristic plan for c. */
+/* Non-zero when plan p needs more workspace for the call than the policy's
+ * cap (c->ws_cap_mib) allows; vg_last_error() then says how much. */
+int vg_plan_over_workspace_cap(vg_device *dev, const vg_choice *c, const vg_gemm_args *args,
+                               const vg_plan *p);
 vg_status vg_decide_heuristic(vg_device *dev, const vg_gemm_args *args, vg_choice *c,
                               vg_reason why);
 

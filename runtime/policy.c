@@ -12,6 +12,8 @@
  *     sm70_fp8.native.fp8_grouped_bmm_decode  grouped decode: one launch or loop
  *     sm70_fp8.native.fp8_tune_small_shapes   measured plan or heuristic plan
  *     sm70_fp8.native.fp8_coordinated_tuning  plan agreed across ranks or local
+ *     sm70_fp8.native.dequant_workspace_max_mib  which plans are offered (only when
+ *                                             set: "=<MiB>;" after the three above)
  *   not hashed (no kernel reads them):
  *     sm70_runtime.freeze_tuning_after_warmup only stops later measurements
  *     gemm_lut_path                           where the cache is stored
@@ -75,6 +77,14 @@ static uint64_t hash_fields(const vg_config_fields *f, int fam)
         h = vg_fnv1a64(policy_fields[i].path, strlen(policy_fields[i].path), h);
         h = vg_fnv1a64(v ? "=1;" : "=0;", 3, h);
     }
+    /* The workspace cap changes which plans are offered; hashed only when
+     * set, so configs without it keep their hashes. */
+    if (f->dequant_workspace_max_mib >= 0) {
+        char buf[96];
+        int n = snprintf(buf, sizeof buf, "sm70_fp8.native.dequant_workspace_max_mib=%d;",
+                         f->dequant_workspace_max_mib);
+        h = vg_fnv1a64(buf, (size_t)n, h);
+    }
     if (fam >= 0)
         for (int o = 0; o < VG_FOPT_COUNT; o++) {
             int v = f->per_family[fam][o];
@@ -135,6 +145,7 @@ void vg_policy_from_config(const vg_config *cfg, vg_policy *out)
         p->grouped_bmm_decode = pick(f->per_family[fam][VG_FOPT_GROUPED_BMM_DECODE],
                                      f->fp8_grouped_bmm_decode);
         p->tiles_within_scale_block = pick(f->per_family[fam][VG_FOPT_TILES_WITHIN_SCALE_BLOCK], 0);
+        p->dequant_workspace_max_mib = f->dequant_workspace_max_mib;
     }
 }
 
@@ -165,7 +176,8 @@ static void default_init(void)
     for (int f = 0; f < VG_FAMILY_COUNT; f++)
         default_policy.fam[f] = (vg_family_policy){.hash = default_policy.hash,
                                                    .grouped_bmm_decode = 1,
-                                                   .tune_small_shapes = 1};
+                                                   .tune_small_shapes = 1,
+                                                   .dequant_workspace_max_mib = -1};
 }
 
 const vg_policy *vg_policy_default_partition(void)

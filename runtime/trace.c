@@ -133,6 +133,7 @@ static const char *const reason_names[VG_REASON_COUNT] = {
     [VG_REASON_COORD_RANK_TUNING_OFF] = "coordinated: a rank has tuning off",
     [VG_REASON_COORD_RANK_FROZEN] = "coordinated: a rank is frozen",
     [VG_REASON_COORD_RANK_CAPTURING] = "coordinated: a rank is capturing",
+    [VG_REASON_DEQUANT_OVER_CAP] = "dequant+cublas workspace over dequant_workspace_max_mib",
 };
 
 const char *vg_reason_name(vg_reason r)

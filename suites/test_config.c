@@ -50,7 +50,8 @@ static void every_field(void **state)
     (void)state;
     vg_config *cfg = parse_cfg(
         "{\"sm70_fp8\":{\"native\":{\"fp8_grouped_bmm_decode\":false,"
-        "\"fp8_tune_small_shapes\":false,\"fp8_coordinated_tuning\":true}},"
+        "\"fp8_tune_small_shapes\":false,\"fp8_coordinated_tuning\":true,"
+        "\"dequant_workspace_max_mib\":512}},"
         "\"sm70_runtime\":{\"freeze_tuning_after_warmup\":true},"
         "\"gemm_lut_path\":\"/tmp/x.lut\"}");
     vg_config_fields f;
@@ -59,6 +60,7 @@ static void every_field(void **state)
     assert_int_equal(f.fp8_tune_small_shapes, 0);
     assert_int_equal(f.fp8_coordinated_tuning, 1);
     assert_int_equal(f.freeze_tuning_after_warmup, 1);
+    assert_int_equal(f.dequant_workspace_max_mib, 512);
     assert_string_equal(f.gemm_lut_path, "/tmp/x.lut");
 
     /* to_json is canonical and parses back to the same fields and hash. */
@@ -66,7 +68,8 @@ static void every_field(void **state)
     assert_int_equal(vg_config_to_json(cfg, &json), VG_OK);
     assert_string_equal(json,
                         "{\"sm70_fp8\":{\"native\":{\"fp8_grouped_bmm_decode\":false,"
-                        "\"fp8_tune_small_shapes\":false,\"fp8_coordinated_tuning\":true}},"
+                        "\"fp8_tune_small_shapes\":false,\"fp8_coordinated_tuning\":true,"
+                        "\"dequant_workspace_max_mib\":512}},"
                         "\"sm70_runtime\":{\"freeze_tuning_after_warmup\":true,"
                         "\"reuse_lut_across_builds\":false,"
                         "\"share_measured_plans_across_engines\":false},"
@@ -81,8 +84,11 @@ static void every_field(void **state)
     vg_config_free(cfg);
 
     cfg = parse_cfg("{\"gemm_lut_path\":null}");
+    assert_int_equal(vg_config_get(cfg, &f), VG_OK);
+    assert_int_equal(f.dequant_workspace_max_mib, -1); /* the default: no cap */
     assert_int_equal(vg_config_to_json(cfg, &json), VG_OK);
     assert_non_null(strstr(json, "\"gemm_lut_path\":null"));
+    assert_non_null(strstr(json, "\"dequant_workspace_max_mib\":null"));
     free(json);
     vg_config_free(cfg);
 }
@@ -112,6 +118,43 @@ static void wrong_types(void **state)
     expect_error("\"x\"", "kernel_config: expected object, got \"x\"");
 }
 
+static uint64_t hash_of(const char *json)
+{
+    vg_config *cfg = parse_cfg(json);
+    uint64_t h = 0;
+    assert_int_equal(vg_config_policy_hash(cfg, &h), VG_OK);
+    vg_config_free(cfg);
+    return h;
+}
+
+/* dequant_workspace_max_mib: a whole number of MiB or null; it changes which
+ * plans are offered, so a set value salts the hash, and an unset one leaves
+ * the hash of every existing config alone. */
+static void dequant_workspace_cap(void **state)
+{
+    (void)state;
+    expect_error("{\"sm70_fp8\":{\"native\":{\"dequant_workspace_max_mib\":-1}}}",
+                 "sm70_fp8.native.dequant_workspace_max_mib: out of range: -1 (0 to 1048576 "
+                 "MiB, or null)");
+    expect_error("{\"sm70_fp8\":{\"native\":{\"dequant_workspace_max_mib\":1048577}}}",
+                 "sm70_fp8.native.dequant_workspace_max_mib: out of range: 1048577 (0 to 1048576 "
+                 "MiB, or null)");
+    expect_error("{\"sm70_fp8\":{\"native\":{\"dequant_workspace_max_mib\":1.5}}}",
+                 "sm70_fp8.native.dequant_workspace_max_mib: expected integer MiB, got 1.5");
+    expect_error("{\"sm70_fp8\":{\"native\":{\"dequant_workspace_max_mib\":\"1G\"}}}",
+                 "sm70_fp8.native.dequant_workspace_max_mib: expected integer MiB or null, got "
+                 "\"1G\"");
+    const uint64_t none = hash_of("{}");
+    assert_true(hash_of("{\"sm70_fp8\":{\"native\":{\"dequant_workspace_max_mib\":null}}}") ==
+                none);
+    const uint64_t cap0 = hash_of("{\"sm70_fp8\":{\"native\":{\"dequant_workspace_max_mib\":0}}}");
+    const uint64_t cap512 =
+        hash_of("{\"sm70_fp8\":{\"native\":{\"dequant_workspace_max_mib\":512}}}");
+    assert_true(cap0 != none);
+    assert_true(cap512 != none);
+    assert_true(cap512 != cap0);
+}
+
 static void unknown_keys(void **state)
 {
     (void)state;
@@ -122,7 +165,8 @@ static void unknown_keys(void **state)
                  "sm70_fp8.nativ: unknown key (expected one of: native)");
     expect_error("{\"sm70_fp8\":{\"native\":{\"fp8_tune_big_shapes\":true}}}",
                  "sm70_fp8.native.fp8_tune_big_shapes: unknown key (expected one of: "
-                 "fp8_grouped_bmm_decode, fp8_tune_small_shapes, fp8_coordinated_tuning)");
+                 "fp8_grouped_bmm_decode, fp8_tune_small_shapes, fp8_coordinated_tuning, "
+                 "dequant_workspace_max_mib)");
     expect_error("{\"sm70_runtime\":{\"freeze\":true}}",
                  "sm70_runtime.freeze: unknown key (expected one of: freeze_tuning_after_warmup, "
                  "reuse_lut_across_builds, share_measured_plans_across_engines)");
@@ -224,6 +268,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(every_field),
         cmocka_unit_test(wrong_types),
         cmocka_unit_test(unknown_keys),
+        cmocka_unit_test(dequant_workspace_cap),
         cmocka_unit_test(out_of_range_and_duplicates),
         cmocka_unit_test(bad_json),
         cmocka_unit_test(load_file),

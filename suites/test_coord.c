@@ -97,7 +97,7 @@ static size_t cands(vg_path path, int32_t rows, const vg_plan **out)
 {
     size_t n = 0;
     for (size_t i = 0; i < vg_cpu_plan_count(); i++)
-        if (vg_plan_applies(vg_cpu_plan_at(i), VG_FAMILY_FP8, path, rows))
+        if (vg_plan_offered(vg_cpu_plan_at(i), VG_FAMILY_FP8, path, rows))
             out[n++] = vg_cpu_plan_at(i);
     return n;
 }

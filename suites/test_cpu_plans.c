@@ -52,6 +52,11 @@ static void case_free(gemm_case *c)
     memset(c, 0, sizeof *c);
 }
 
+/* Set while a case is made for a dequantize-once plan, which multiplies by
+ * the weight rounded to FP16: the reference then uses that rounding too
+ * (done here with the format's own RNE, not the plan's code). */
+static int case_w_as_fp16;
+
 /* offsets == NULL for dense. */
 static void case_make(gemm_case *c, vg_family f, vg_path path, int32_t m, const int32_t *offsets,
                       uint32_t seed)
@@ -81,6 +86,9 @@ static void case_make(gemm_case *c, vg_family f, vg_path path, int32_t m, const 
     assert_int_equal(vg_quantize(f, w, c->groups, N, K, &c->q), VG_OK);
     free(w);
     assert_int_equal(vg_dequantize(&c->q.w, c->wd), VG_OK);
+    if (case_w_as_fp16)
+        for (size_t i = 0; i < wn; i++)
+            c->wd[i] = vg_fp16_to_f32(vg_f32_to_fp16(c->wd[i]));
     assert_int_equal(vg_reference_gemm(path, m, N, K, c->groups, offsets, c->xf, c->wd, c->ref),
                      VG_OK);
     /* sum |x||w| per output, for the FP32 error bound */
@@ -122,7 +130,9 @@ static void run(const vg_plan *p, const gemm_case *c, void *y, vg_dtype dt)
     vg_gemm_args a = case_args(c, y, dt);
     size_t ws = 0;
     assert_int_equal(vg_cpu_workspace_bytes(p, &a, &ws), VG_OK);
-    if (p->split_k > 1)
+    if (p->kind == VG_KIND_DEQUANT_BLAS) /* one group's FP16 copy */
+        assert_int_equal(ws, (size_t)N * K * 2);
+    else if (p->split_k > 1)
         assert_int_equal(ws, (size_t)p->split_k * c->m * N * sizeof(float));
     else
         assert_int_equal(ws, 0);
@@ -181,7 +191,9 @@ static void plan_on_family(const vg_plan *p, vg_family f)
     }
     for (int r = 0; r < 2; r++) {
         gemm_case c;
+        case_w_as_fp16 = p->kind == VG_KIND_DEQUANT_BLAS;
         case_make(&c, f, runs[r].path, runs[r].m, runs[r].offsets, 1000u + (uint32_t)f * 7u + r);
+        case_w_as_fp16 = 0;
         size_t count = (size_t)c.m * N;
         float *y = malloc(count * sizeof *y), *y2 = malloc(count * sizeof *y2);
         uint16_t *h = malloc(count * sizeof *h);
@@ -218,7 +230,7 @@ static void plan_table_is_well_formed(void **state)
 {
     (void)state;
     size_t n = vg_cpu_plan_count();
-    assert_true(n >= 8 && n <= 12);
+    assert_true(n >= 8 && n <= 14);
     assert_null(vg_cpu_plan_at(n));
     int dense = 0, grouped = 0, sk[5] = {0};
     for (size_t i = 0; i < n; i++) {
@@ -228,8 +240,10 @@ static void plan_table_is_well_formed(void **state)
         assert_int_equal(p->families, VG_ALL_FAMILIES);
         assert_true(p->path == VG_PATH_DENSE || p->path == VG_PATH_GROUPED);
         char want[96];
-        snprintf(want, sizeof want, "cpu.%s.m%dn%dk%d.sk%d", vg_path_name(p->path),
-                 (int)p->tile_m, (int)p->tile_n, (int)p->tile_k, (int)p->split_k);
+        assert_true(p->kind == VG_KIND_TILED || p->kind == VG_KIND_DEQUANT_BLAS);
+        snprintf(want, sizeof want, "cpu.%s.%sm%dn%dk%d.sk%d", vg_path_name(p->path),
+                 p->kind == VG_KIND_DEQUANT_BLAS ? "dq." : "", (int)p->tile_m, (int)p->tile_n,
+                 (int)p->tile_k, (int)p->split_k);
         assert_string_equal(p->id, want); /* the id says what the plan is */
         for (size_t j = 0; j < i; j++)
             assert_string_not_equal(p->id, vg_cpu_plan_at(j)->id);

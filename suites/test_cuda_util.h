@@ -33,6 +33,8 @@ typedef struct tc_case {
     vg_qweight qw;
     float *wdq;             /* [groups][n][k] dequantized */
     double *ref;            /* [m][n] */
+    double *ref_w16;        /* [m][n], against wdq rounded to FP16: what the dequantize +
+                               cuBLAS kind computes (its copy of W is FP16) */
     void *d_x, *d_y, *d_q, *d_scale, *d_zero, *d_off, *d_ws;
     size_t ws_bytes;
     vg_gemm_args args;
@@ -62,15 +64,34 @@ static inline void *tc_upload(const void *src, size_t bytes)
     return d;
 }
 
-/* The reference of rows of x (already FP16-rounded) against wdq. */
+/* The reference of rows of x (already FP16-rounded) against wdq, and
+ * against wdq rounded to FP16 (by the format's RNE, not the kernels'). */
 static inline void tc_reference(tc_case *c)
 {
     c->ref = calloc((size_t)c->m * c->n + 1, sizeof(double));
+    c->ref_w16 = calloc((size_t)c->m * c->n + 1, sizeof(double));
+    const size_t wn = (size_t)c->groups * c->n * c->k;
+    float *w16 = malloc(wn * sizeof(float) + 4);
     assert_non_null(c->ref);
-    if (c->m > 0)
+    assert_non_null(c->ref_w16);
+    assert_non_null(w16);
+    for (size_t i = 0; i < wn; i++)
+        w16[i] = vg_fp16_to_f32(vg_f32_to_fp16(c->wdq[i]));
+    if (c->m > 0) {
         assert_int_equal(vg_reference_gemm(c->path, c->m, c->n, c->k, c->groups, c->offsets,
                                            c->x32, c->wdq, c->ref),
                          VG_OK);
+        assert_int_equal(vg_reference_gemm(c->path, c->m, c->n, c->k, c->groups, c->offsets,
+                                           c->x32, w16, c->ref_w16),
+                         VG_OK);
+    }
+    free(w16);
+}
+
+/* The reference plan p's result is checked against. */
+static inline const double *tc_ref_for(const tc_case *c, const vg_plan *p)
+{
+    return p->kind == VG_KIND_DEQUANT_BLAS ? c->ref_w16 : c->ref;
 }
 
 /* Builds a case.  offsets (groups + 1 entries) is copied; NULL for dense.
@@ -167,6 +188,7 @@ static inline void tc_free(tc_case *c)
     free(c->x16);
     free(c->wdq);
     free(c->ref);
+    free(c->ref_w16);
     memset(c, 0, sizeof *c);
 }
 
@@ -196,8 +218,9 @@ static inline void tc_poison(tc_case *c)
 }
 
 /* Checks every element written (finite) and the relative RMS error against
- * the reference rows; returns the error. */
-static inline double tc_check(const tc_case *c, const float *y, double tol, const char *what)
+ * the reference rows `ref`; returns the error. */
+static inline double tc_check_against(const tc_case *c, const double *ref, const float *y,
+                                      double tol, const char *what)
 {
     double num = 0, den = 0, maxabs = 0;
     const size_t count = (size_t)c->m * c->n;
@@ -207,9 +230,9 @@ static inline double tc_check(const tc_case *c, const float *y, double tol, cons
                         i / (size_t)c->n, i % (size_t)c->n, (double)y[i]);
             fail();
         }
-        const double d = (double)y[i] - c->ref[i];
+        const double d = (double)y[i] - ref[i];
         num += d * d;
-        den += c->ref[i] * c->ref[i];
+        den += ref[i] * ref[i];
         if (fabs(d) > maxabs)
             maxabs = fabs(d);
     }
@@ -228,6 +251,11 @@ static inline double tc_check(const tc_case *c, const float *y, double tol, cons
     return rel;
 }
 
+static inline double tc_check(const tc_case *c, const float *y, double tol, const char *what)
+{
+    return tc_check_against(c, c->ref, y, tol, what);
+}
+
 /* Runs plan p on the case (poisoned Y), checks the result. */
 static inline double tc_run_plan(tc_case *c, const vg_plan *p, double tol)
 {
@@ -242,7 +270,7 @@ static inline double tc_run_plan(tc_case *c, const vg_plan *p, double tol)
     }
     assert_int_equal(vg_cuda_synchronize(c->args.stream), VG_OK);
     float *y = tc_download(c);
-    double rel = tc_check(c, y, tol, what);
+    double rel = tc_check_against(c, tc_ref_for(c, p), y, tol, what);
     free(y);
     return rel;
 }
@@ -275,7 +303,7 @@ static inline void tc_time_plan(tc_case *c, const vg_plan *p, double tol)
     print_message("%s: %.2f us, back to back over %d weight copies\n", what, us, copies);
     assert_int_equal(vg_cuda_synchronize(c->args.stream), VG_OK);
     float *y = tc_download(c);
-    tc_check(c, y, tol, what);
+    tc_check_against(c, tc_ref_for(c, p), y, tol, what);
     free(y);
 }
 

@@ -528,7 +528,15 @@ static void plans_and_with_plan(void **state)
     size_t count = 0;
     assert_int_equal(vg_device_plans(dev, VG_FAMILY_FP8, VG_PATH_GROUPED, 4, got, 64, &count),
                      VG_OK);
-    size_t n = cpu_candidates(VG_FAMILY_FP8, VG_PATH_GROUPED, 4, want, 64);
+    /* vg_device_plans lists every plan that applies, offered at these rows
+     * or not (golden --plan all runs them all) */
+    size_t n = 0;
+    for (size_t i = 0; i < vg_cpu_plan_count(); i++)
+        if (vg_plan_applies(vg_cpu_plan_at(i), VG_FAMILY_FP8, VG_PATH_GROUPED, 4))
+            want[n++] = vg_cpu_plan_at(i);
+    assert_true(n > cpu_candidates(VG_FAMILY_FP8, VG_PATH_GROUPED, 4, got, 64));
+    assert_int_equal(vg_device_plans(dev, VG_FAMILY_FP8, VG_PATH_GROUPED, 4, got, 64, &count),
+                     VG_OK);
     assert_int_equal(count, n);
     for (size_t i = 0; i < n; i++)
         assert_ptr_equal(got[i], want[i]);
@@ -582,6 +590,87 @@ static void device_workspace(void **state)
     vg_device_close(dev);
 }
 
+/* The dequantize-once plan (VG_KIND_DEQUANT_BLAS) and the policy's cap on
+ * its workspace, dequant_workspace_max_mib: the cap hides the plan from
+ * vg_gemm_workspace_bytes, from a measurement (its candidate line says why)
+ * and from the heuristic (which takes the native rule's plan, and a
+ * vg-trace-note says why), so a capped engine never needs the FP16 copy. */
+static void dequant_workspace_cap(void **state)
+{
+    (void)state;
+    enum { ROWS = 300, DN = 64, DK = 4096 }; /* the copy: 64 x 4096 x 2 = 0.5 MiB */
+    const vg_plan *dq = NULL;
+    for (size_t i = 0; i < vg_cpu_plan_count(); i++)
+        if (vg_cpu_plan_at(i)->kind == VG_KIND_DEQUANT_BLAS &&
+            vg_cpu_plan_at(i)->path == VG_PATH_DENSE)
+            dq = vg_cpu_plan_at(i);
+    assert_non_null(dq);
+    char *dir = vgtest_mkdtemp();
+    char trace[600];
+    snprintf(trace, sizeof trace, "%s/trace", dir);
+    script s = {.forced = dq};   /* the dequantize-once plan is the fastest when timed */
+    vg_device *dev = open_cpu(&s);
+    assert_int_equal(vg_trace_set(dev, trace), VG_OK);
+    test_layer l;
+    layer_open(&l, dev, VG_FAMILY_FP8, VG_PATH_DENSE, DN, DK, 1, ROWS);
+    vg_gemm_args a = layer_call(&l, ROWS);
+
+    vg_config *off = parse_cfg("{\"sm70_fp8\":{\"native\":{\"fp8_tune_small_shapes\":false}}}");
+    vg_config *off_capped = parse_cfg("{\"sm70_fp8\":{\"native\":{\"fp8_tune_small_shapes\":"
+                                      "false,\"dequant_workspace_max_mib\":0}}}");
+    vg_config *capped = parse_cfg("{\"sm70_fp8\":{\"native\":{\"dequant_workspace_max_mib\":0}}}");
+    vg_config *roomy = parse_cfg("{\"sm70_fp8\":{\"native\":{\"dequant_workspace_max_mib\":1}}}");
+    size_t bytes = 0;
+
+    /* no cap: the heuristic takes the copy at these rows, the workspace counts it */
+    assert_int_equal(vg_policy_enter(dev, off), VG_OK);
+    vg_dispatch_info info = gemm_ok(dev, &a);
+    assert_int_equal(info.decision, VG_DECISION_HEURISTIC);
+    assert_ptr_equal(info.plan, dq);
+    assert_int_equal(vg_gemm_workspace_bytes(dev, &a, &bytes), VG_OK);
+    assert_true(bytes >= (size_t)DN * DK * 2);
+    assert_int_equal(vg_policy_leave(), VG_OK);
+
+    /* capped at 0 MiB: the native rule's plan, and the trace says why */
+    assert_int_equal(vg_policy_enter(dev, off_capped), VG_OK);
+    info = gemm_ok(dev, &a);
+    assert_int_equal(info.decision, VG_DECISION_HEURISTIC);
+    assert_int_equal(info.plan->kind, VG_KIND_TILED);
+    assert_int_equal(vg_gemm_workspace_bytes(dev, &a, &bytes), VG_OK);
+    assert_true(bytes < (size_t)DN * DK * 2);
+    assert_int_equal(vg_policy_leave(), VG_OK);
+
+    /* measuring under the cap: the plan the timer favours is refused */
+    assert_int_equal(vg_policy_enter(dev, capped), VG_OK);
+    info = gemm_ok(dev, &a);
+    assert_int_equal(info.decision, VG_DECISION_MEASURE);
+    assert_true(info.plan != dq);
+    assert_int_equal(vg_policy_leave(), VG_OK);
+    /* ... and with room for the copy, it wins */
+    assert_int_equal(vg_policy_enter(dev, roomy), VG_OK);
+    info = gemm_ok(dev, &a);
+    assert_int_equal(info.decision, VG_DECISION_MEASURE);
+    assert_ptr_equal(info.plan, dq);
+    assert_int_equal(vg_policy_leave(), VG_OK);
+
+    char *text = slurp(trace);
+    assert_non_null(strstr(text, "vg-trace-note why=dequant+cublas workspace over "
+                                 "dequant_workspace_max_mib op=gemm family=fp8 path=dense m=300"));
+    char want[200];
+    snprintf(want, sizeof want, "plan=%s us=none status=%d why=%s needs 0.5 MiB of workspace, "
+             "over dequant_workspace_max_mib=0", dq->id, (int)VG_ERR_LIMIT, dq->id);
+    assert_non_null(strstr(text, want));
+    free(text);
+    vg_config_free(off);
+    vg_config_free(off_capped);
+    vg_config_free(capped);
+    vg_config_free(roomy);
+    layer_close(&l);
+    vg_device_close(dev);
+    vgtest_rmtree(dir);
+    free(dir);
+}
+
 static void decision_names(void **state)
 {
     (void)state;
@@ -619,6 +708,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(unknown_operator_and_bad_args),
         cmocka_unit_test(plans_and_with_plan),
         cmocka_unit_test(device_workspace),
+        cmocka_unit_test(dequant_workspace_cap),
         cmocka_unit_test(decision_names),
         cmocka_unit_test(cuda_open_fails_cleanly_without_device),
     };

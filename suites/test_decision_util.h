@@ -34,14 +34,15 @@ typedef struct script {
 
 static inline int32_t script_rows(const vg_gemm_args *a) { return vg_gemm_max_group_rows(a); }
 
-/* The applicable cpu plans of (family, path, rows), in table order. */
+/* The cpu plans offered at (family, path, rows) (vg_plan_offered: they
+ * apply and rows reach their min_rows), in table order: the candidates. */
 static inline size_t cpu_candidates(vg_family f, vg_path path, int32_t rows, const vg_plan **out,
                              size_t max)
 {
     size_t n = 0;
     for (size_t i = 0; i < vg_cpu_plan_count(); i++) {
         const vg_plan *p = vg_cpu_plan_at(i);
-        if (vg_plan_applies(p, f, path, rows) && n < max)
+        if (vg_plan_offered(p, f, path, rows) && n < max)
             out[n++] = p;
     }
     return n;

@@ -78,7 +78,14 @@ static const vg_plan *winner(vg_family f, vg_path path, int32_t rows)
         return NULL;
     if (n > 64)
         n = 64;
-    return plans[((size_t)rows * 7u + (size_t)f) % n];
+    /* the candidates: the plans offered at these rows */
+    size_t offered = 0;
+    for (size_t i = 0; i < n; i++)
+        if (vg_plan_offered(plans[i], f, path, rows))
+            plans[offered++] = plans[i];
+    if (offered == 0)
+        return NULL;
+    return plans[((size_t)rows * 7u + (size_t)f) % offered];
 }
 
 static double timer(const vg_plan *plan, const vg_gemm_args *a, void *user)

@@ -401,6 +401,18 @@ int run_kernel_row(bench *b, const char *name, const wset *w, vg_family fam,
     add_row(b, name, "kernel", vg_path_name(info.path), fam, m, N, K, w->G, tokens,
             info.plan ? info.plan->id : "n/a", forced ? "forced" : vg_decision_name(info.decision), samples,
             b->o.samples, w->bytes, 2.0 * m * N * (double)K, rel);
+    /* The plan's kind and the workspace it needs for this call (the
+     * dequantize + cuBLAS kind's FP16 copy): what a caller pays in memory. */
+    size_t ws = 0;
+    cJSON *last = cJSON_GetArrayItem(b->rows, cJSON_GetArraySize(b->rows) - 1);
+    if (last && info.plan) {
+        cJSON_AddStringToObject(last, "plan_kind", vg_plan_kind_name(info.plan->kind));
+        a.path = info.path;
+        if (vg_gemm_plan_workspace_bytes(b->dev, info.plan, &a, &ws) == VG_OK)
+            cJSON_AddNumberToObject(last, "workspace_bytes", (double)ws);
+        else
+            cJSON_AddNullToObject(last, "workspace_bytes");
+    }
     /* The row is kept (its timing is real), but a wrong output fails the run. */
     if (!output_ok(b, rel)) {
         fprintf(stderr, "voltgate bench: %s: output check failed: relative RMS error %g against "

@@ -76,6 +76,10 @@ typedef struct vg_config_fields {
     int reuse_lut_across_builds;     /* default 0 (sm70_runtime.*, not hashed) */
     int share_measured_plans_across_engines; /* default 0 (sm70_runtime.*, not hashed) */
     int per_family[VG_FAMILY_COUNT][VG_FOPT_COUNT]; /* -1 = not set (inherits) */
+    int dequant_workspace_max_mib;   /* default -1 = no cap (sm70_fp8.native.*, hashed when set):
+                                        the dequantize + cuBLAS plan is offered only where its
+                                        workspace (the FP16 copy of one group's weight and
+                                        cuBLAS's own) fits in this many MiB */
 } vg_config_fields;
 vg_status vg_config_get(const vg_config *cfg, vg_config_fields *out);
 
@@ -135,8 +139,14 @@ vg_status vg_gemm_with_plan(vg_device *dev, const char *plan_id, const vg_gemm_a
  * static table) and *count is the number that apply (max 0 just counts). */
 vg_status vg_device_plans(vg_device *dev, vg_family f, vg_path path, int32_t rows,
                           const vg_plan **plans, size_t max, size_t *count);
-/* Bytes of workspace the device must have for this call under any plan. */
+/* Bytes of workspace the device must have for this call under any plan the
+ * runtime may choose for it (offered at its rows, inside the policy's
+ * dequant_workspace_max_mib): what a caller sizes once for its largest
+ * layer. */
 vg_status vg_gemm_workspace_bytes(vg_device *dev, const vg_gemm_args *args, size_t *bytes);
+/* Bytes of workspace plan p needs for this call (vg_gemm_with_plan). */
+vg_status vg_gemm_plan_workspace_bytes(vg_device *dev, const vg_plan *p,
+                                       const vg_gemm_args *args, size_t *bytes);
 
 /* ---- freeze and tuning state -------------------------------------------------- */
 vg_status vg_device_freeze_tuning(vg_device *dev);

@@ -114,6 +114,16 @@ typedef struct vg_gemm_args {
 /* Rows of the largest group (dense: m).  offsets_host must be valid. */
 int32_t vg_gemm_max_group_rows(const vg_gemm_args *a);
 
+/* What kind of kernel a plan runs (DESIGN.md, plan kinds).  Tiled is 0 so
+ * a plan written without a kind (the CPU plans, a test's plans) is one. */
+typedef enum vg_plan_kind {
+    VG_KIND_TILED = 0,      /* the shared-memory pipelined mainloop */
+    VG_KIND_DECODE,         /* W streamed through registers, M <= 16 */
+    VG_KIND_DEQUANT_BLAS,   /* W dequantized once into an FP16 workspace, then cuBLAS */
+    VG_KIND_COUNT
+} vg_plan_kind;
+const char *vg_plan_kind_name(vg_plan_kind k);
+
 /* A kernel plan is data: the kernel is generic over it.  Dense plans also
  * serve the loop path (one launch per group); grouped plans serve grouped
  * and moe. */
@@ -126,11 +136,17 @@ typedef struct vg_plan {
     int32_t stages;
     int32_t split_k;
     int32_t max_rows;      /* largest M (dense) or rows per group (grouped) it takes; 0 = any */
+    vg_plan_kind kind;
+    int32_t min_rows;      /* smallest rows the tuner offers it for (0 = any): a plan whose
+                              fixed cost pays off only above it runs below it when asked
+                              (vg_gemm_with_plan, golden --plan all), never measured there */
 } vg_plan;
 
 /* True when plan p can run a call of this family and path with `rows`
  * rows (dense: M; grouped/moe/loop: rows of the largest group). */
 int vg_plan_applies(const vg_plan *p, vg_family f, vg_path path, int32_t rows);
+/* True when p applies and the tuner offers it at `rows` (min_rows). */
+int vg_plan_offered(const vg_plan *p, vg_family f, vg_path path, int32_t rows);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,9 @@
 
 #define VG_CPU_MAX_SPLIT_K 16
 
+/* Rows from which the CPU heuristic dequantizes once (plans.c). */
+#define VG_CPU_DQ_HEURISTIC_ROWS 256
+
 /* A plan the CPU kernel can run: backend "cpu", path dense or grouped,
  * tile_n 32 or 64, the other tiles within the maxima above.  A copy of a
  * table entry (from a LUT, say) passes as well as the entry itself. */

@@ -15,6 +15,10 @@
  * in that fixed order, so the result is the same bits on every run.
  * Y is FP32 or FP16 (round to nearest even).
  *
+ * A plan of the dequantize-once kind (VG_KIND_DEQUANT_BLAS) first writes
+ * each group's W as FP16 into the workspace, rounded once per element as
+ * the CUDA kind's copy is, then runs the same loop over that copy.
+ *
  * The inner product loop runs over a W^T row of a compile-time width
  * (tile_n 32 or 64, ragged columns zero-padded) so that the compiler
  * vectorises it; the dequantizer runs once per W element per M tile.
@@ -138,6 +142,38 @@ static void gemm_rows(const vg_plan *p, const vg_gemm_args *a, int32_t g, int32_
     }
 }
 
+/* The dequantize-once kind: for each group with rows, its W as FP16 into
+ * the workspace, then the tiled loop over rows of that group against the
+ * copy (an fp16 weight of one group). */
+static vg_status dequant_once_rows(const vg_plan *p, const vg_gemm_args *a, scratch *s)
+{
+    const int32_t n = a->w.n, k = a->w.k;
+    uint16_t *copy = (uint16_t *)a->workspace;
+    float *row = malloc((size_t)k * sizeof(float));
+    if (!row)
+        return vg_fail(VG_ERR_NO_MEMORY, "cpu gemm: out of memory for a weight row");
+    vg_plan tiled = *p;
+    tiled.kind = VG_KIND_TILED;
+    vg_gemm_args b = *a;
+    b.w = (vg_weight){.family = VG_FAMILY_FP16, .n = n, .k = k, .groups = 1, .q = copy,
+                      .tensor_scale = 1.0f};
+    const int grouped = a->path != VG_PATH_DENSE;
+    for (int32_t g = 0; g < (grouped ? a->w.groups : 1); g++) {
+        const int32_t r0 = grouped ? a->offsets_host[g] : 0;
+        const int32_t r1 = grouped ? a->offsets_host[g + 1] : a->m;
+        if (r1 <= r0)
+            continue;
+        for (int32_t r = 0; r < n; r++) {
+            vg_dequant_block(&a->w, g, r, 1, 0, k, row, (size_t)k, 1);
+            for (int32_t kk = 0; kk < k; kk++)
+                copy[(size_t)r * k + kk] = vg_f32_to_fp16(row[kk]);
+        }
+        gemm_rows(&tiled, &b, 0, r0, r1, s);
+    }
+    free(row);
+    return VG_OK;
+}
+
 vg_status vg_cpu_gemm(const vg_plan *p, const vg_gemm_args *a)
 {
     vg_status st = vg_cpu_plan_check(p, "cpu gemm");
@@ -160,8 +196,8 @@ vg_status vg_cpu_gemm(const vg_plan *p, const vg_gemm_args *a)
         return st;
     if (need && (!a->workspace || a->workspace_bytes < need))
         return vg_fail(VG_ERR_INVALID_ARG,
-                       "cpu gemm: plan '%s' (split-K %d) needs %zu workspace bytes, got %zu%s",
-                       p->id ? p->id : "(unnamed)", (int)p->split_k, need,
+                       "cpu gemm: plan '%s' (%s, split-K %d) needs %zu workspace bytes, got %zu%s",
+                       p->id ? p->id : "(unnamed)", vg_plan_kind_name(p->kind), (int)p->split_k, need,
                        a->workspace ? a->workspace_bytes : (size_t)0,
                        a->workspace ? "" : " (workspace is NULL)");
     if (need && ((uintptr_t)a->workspace % sizeof(float)))
@@ -177,7 +213,9 @@ vg_status vg_cpu_gemm(const vg_plan *p, const vg_gemm_args *a)
         free(s.acc);
         return vg_fail(VG_ERR_NO_MEMORY, "cpu gemm: out of memory for tile scratch");
     }
-    if (a->path == VG_PATH_DENSE) {
+    if (p->kind == VG_KIND_DEQUANT_BLAS) {
+        st = dequant_once_rows(p, a, &s);
+    } else if (a->path == VG_PATH_DENSE) {
         gemm_rows(p, a, 0, 0, a->m, &s);
     } else {
         /* grouped and moe: every group in this one call; loop: the same
@@ -189,5 +227,5 @@ vg_status vg_cpu_gemm(const vg_plan *p, const vg_gemm_args *a)
     free(s.x);
     free(s.wt);
     free(s.acc);
-    return VG_OK;
+    return st;
 }

@@ -23,6 +23,7 @@
 #include <initializer_list>
 
 #include "decode_kernel.cuh"
+#include "dequant_blas.h"
 #include "gemm_kernel.cuh"
 #include "kernels.h"
 
@@ -163,11 +164,21 @@ struct CudaPlan {
  * 128-long step (a split is a whole number of them), stages the steps in
  * flight per warp (U; half that for fp16). */
 #define DECODE(id, path, MT, NI, WK, U, SK)                                                  \
-    {{id, "cuda", path, VG_ALL_FAMILIES, 8 * MT, 16 * NI, 128, U, SK, 8 * MT},                \
+    {{id, "cuda", path, VG_ALL_FAMILIES, 8 * MT, 16 * NI, 128, U, SK, 8 * MT, VG_KIND_DECODE, 0},\
      VG_ALL_FAM_DECODE(NI, WK, MT, U)}
 
-#define PLAN(id, path, BM, BN, BK, ST, SK, maxrows, WM, WN, WK) \
-    {{id, "cuda", path, VG_ALL_FAMILIES, BM, BN, BK, ST, SK, maxrows}, VG_ALL_FAM(BM, BN, BK, WM, WN, WK, ST)}
+#define PLAN(id, path, BM, BN, BK, ST, SK, maxrows, WM, WN, WK)                               \
+    {{id, "cuda", path, VG_ALL_FAMILIES, BM, BN, BK, ST, SK, maxrows, VG_KIND_TILED, 0},      \
+     VG_ALL_FAM(BM, BN, BK, WM, WN, WK, ST)}
+
+/* Dequantize once + cuBLAS (dequant_blas.h): no tile of its own, no launch
+ * function in the table (vg_cuda_gemm branches on the kind).  Offered from
+ * 17 rows on: below, the decode kernel reads W once where this plan reads
+ * it, writes it and reads it again. */
+#define DQBLAS_MIN_ROWS (GROUPED_DECODE_MAX_TOKENS + 1)
+#define DQBLAS(id, path)                                                                       \
+    {{id, "cuda", path, VG_ALL_FAMILIES, 0, 0, 0, 0, 1, 0, VG_KIND_DEQUANT_BLAS, DQBLAS_MIN_ROWS}, \
+     {}, {}}
 
 /* The plan table.  Decode plans (M <= 16): the register-streaming kernel
  * (decode_kernel.cuh), named m<tokens>n<weight rows>w<warps>.u<U>.sk<split>.
@@ -222,6 +233,8 @@ const CudaPlan g_plans[] = {
     PLAN("cuda.grouped.mid.m64n64k128.s4.sk1", VG_PATH_GROUPED, 64, 64, 128, 4, 1, 0, 2, 2, 1),
     PLAN("cuda.grouped.mid.m64n64k128.s2.sk1", VG_PATH_GROUPED, 64, 64, 128, 2, 1, 0, 2, 2, 1),
     PLAN("cuda.grouped.mid.m64n64k64.s3.sk1", VG_PATH_GROUPED, 64, 64, 64, 3, 1, 0, 2, 2, 1),
+    DQBLAS("cuda.dense.dqcublas", VG_PATH_DENSE),
+    DQBLAS("cuda.grouped.dqcublas", VG_PATH_GROUPED),
 };
 const size_t g_plan_count = sizeof g_plans / sizeof g_plans[0];
 
@@ -372,6 +385,42 @@ int vg_cuda_plan_smem(const vg_plan *p, vg_family f)
     return cp && (unsigned)f < VG_FAMILY_COUNT ? cp->smem[f] : -1;
 }
 
+/* Whether the dequant+cuBLAS kind is offered on each device: 0 not asked
+ * yet, 1 yes, -1 no (vg_cuda_blas_prepare).  The heuristic never asks
+ * itself: making the first cuBLAS handle allocates, which may not happen
+ * while another thread captures a graph. */
+static std::atomic<int> g_blas_state[64];
+static const char *g_blas_why[64];
+
+static int blas_offered(void)
+{
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
+        return 0;
+    return g_blas_state[dev].load(std::memory_order_acquire) > 0;
+}
+
+vg_status vg_cuda_blas_prepare(int *offered, const char **why)
+{
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+        (void)cudaGetLastError();
+        return vg_fail(VG_ERR_NO_DEVICE, "cuBLAS prepare: no current CUDA device");
+    }
+    int state = g_blas_state[dev].load(std::memory_order_acquire);
+    if (state == 0) {
+        const char *reason = "";
+        state = vg_dqblas_available(&reason) ? 1 : -1;
+        g_blas_why[dev] = reason;
+        g_blas_state[dev].store(state, std::memory_order_release);
+    }
+    if (offered)
+        *offered = state > 0;
+    if (why)
+        *why = state > 0 ? "" : g_blas_why[dev];
+    return VG_OK;
+}
+
 /* The first of `ids` (most preferred first) whose kernel for family f fits
  * in smem_limit bytes of shared memory per block; else the last. */
 static const vg_plan *first_that_fits(vg_family f, int smem_limit,
@@ -396,15 +445,20 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
  * plan needs more shared memory than the device has (the 8- and 16-warp
  * decode plans take 77-146 KB, the 3- and 4-stage mid and prefill tiles
  * 80-148 KB; a V100 has 96 KB, a T4 64 KB), the next plan in its list
- * that fits; the last of each list fits in 64 KB for every family. */
+ * that fits; the last of each list fits in 64 KB for every family.
+ * From VG_CUDA_DQBLAS_HEURISTIC_ROWS rows on, where the device offers it
+ * (blas), dequantize once + cuBLAS (KERNELS.md D34). */
 const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, int32_t n,
-                                     int32_t k, int smem_limit)
+                                     int32_t k, int smem_limit, int blas)
 {
     (void)k;
     if ((unsigned)f >= VG_FAMILY_COUNT || (unsigned)path >= VG_PATH_COUNT)
         return NULL;
     const int big = rows > 8;
     const int tiles = ceil_div(n, 16);
+    if (blas && rows >= VG_CUDA_DQBLAS_HEURISTIC_ROWS)
+        return by_id(path == VG_PATH_GROUPED || path == VG_PATH_MOE ? "cuda.grouped.dqcublas"
+                                                                    : "cuda.dense.dqcublas");
     if (path == VG_PATH_GROUPED || path == VG_PATH_MOE) {
         if (rows > 16)
             return first_that_fits(f, smem_limit, {"cuda.grouped.mid.m64n64k128.s4.sk1",
@@ -456,7 +510,13 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
 
 const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k)
 {
-    return vg_cuda_heuristic_for(f, path, rows, n, k, device_smem_limit());
+    return vg_cuda_heuristic_for(f, path, rows, n, k, device_smem_limit(), blas_offered());
+}
+
+const vg_plan *vg_cuda_heuristic_native(vg_family f, vg_path path, int32_t rows, int32_t n,
+                                        int32_t k)
+{
+    return vg_cuda_heuristic_for(f, path, rows, n, k, device_smem_limit(), 0);
 }
 
 vg_status vg_cuda_workspace_bytes(const vg_plan *p, const vg_gemm_args *a, size_t *bytes)
@@ -469,6 +529,12 @@ vg_status vg_cuda_workspace_bytes(const vg_plan *p, const vg_gemm_args *a, size_
     *bytes = 0;
     if (a->w.k <= 0 || a->w.n <= 0 || a->m <= 0)
         return VG_OK;
+    if (cp->plan.kind == VG_KIND_DEQUANT_BLAS) {
+        if ((unsigned)a->w.family >= VG_FAMILY_COUNT)
+            return vg_fail(VG_ERR_INVALID_ARG, "cuda workspace: invalid family %d", (int)a->w.family);
+        *bytes = vg_dqblas_workspace_bytes(a->w.family, a->w.n, a->w.k);
+        return VG_OK;
+    }
     const int per = k_per_split(&cp->plan, a->w.k);
     const int splits = ceil_div(ceil_div(a->w.k, cp->plan.tile_k), per / cp->plan.tile_k);
     if (splits <= 1)
@@ -513,6 +579,8 @@ vg_status vg_cuda_gemm(const vg_plan *p, const vg_gemm_args *a)
     st = make_kweight(&a->w, &kw);
     if (st != VG_OK)
         return st;
+    if (cp->plan.kind == VG_KIND_DEQUANT_BLAS)
+        return vg_dqblas_gemm(a, kw);
 
     switch (a->path) {
     case VG_PATH_DENSE:

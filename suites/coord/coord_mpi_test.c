@@ -87,7 +87,7 @@ static size_t cands(vg_family f, vg_path path, int32_t rows, const vg_plan **out
     size_t n = 0;
     for (size_t i = 0; i < vg_cpu_plan_count(); i++) {
         const vg_plan *p = vg_cpu_plan_at(i);
-        if (vg_plan_applies(p, f, path, rows))
+        if (vg_plan_offered(p, f, path, rows))
             out[n++] = p;
     }
     return n;

@@ -1,0 +1,305 @@
+/*
+ * The dequantize-once + cuBLAS plan kind (dequant_blas.h).
+ *
+ * Why it exists: above a few hundred rows a GEMM is bound by the tensor
+ * cores, and cuBLAS's FP16 kernels reach a larger share of them than the
+ * tiled mainloop, which also decodes W once per row tile.  Dequantizing W
+ * once costs one pass over its bytes plus an FP16 write (for a 4096x4096
+ * fp8 weight, 48 MB of traffic), which the GEMM amortizes from a few
+ * hundred rows on (kernels/cuda/KERNELS.md D34).
+ *
+ * Numerics: each FP16 element is the family's value (the same decode16 the
+ * tiled mainloop uses, then the post-scale and epilogue in FP32) rounded
+ * once to FP16; cuBLAS accumulates in FP32.  A dequantized weight outside
+ * FP16's range would overflow; the families' scales keep real weights far
+ * inside it, and the golden cases check every family.
+ *
+ * Results do not depend on timing: cuBLAS picks its algorithm from the
+ * shape, the handle's math mode and the workspace size, all fixed per call
+ * (the workspace is a fixed slice of the call's, set on every call), and
+ * its atomics mode stays "not allowed", so no split-K by atomics.  The same
+ * cuBLAS version on the same GPU gives the same bits; another version may
+ * not, so LUT entries are stamped with the version (runtime, via
+ * vg_cuda_blas_version).
+ */
+#include <cublas_v2.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <mutex>
+#include <stdio.h>
+#include <string.h>
+#include <vector>
+
+#include "dequant_blas.h"
+#include "kernels.h"
+
+namespace {
+
+/* Elements decoded per thread and step: decode16's unit. */
+constexpr int kChunk = 16;
+constexpr size_t kAlign = 256; /* cublasSetWorkspace wants 256-byte alignment */
+
+size_t align_up(size_t v) { return (v + kAlign - 1) & ~(kAlign - 1); }
+
+/* cuBLAS's own workspace: NVIDIA's recommended sizes, 32 MiB on Hopper and
+ * later, 4 MiB before (a V100's memory is scarce, and 4 MiB is what cuBLAS
+ * allocates by default there). */
+size_t blas_workspace_bytes(void)
+{
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+        major >= 9)
+        return (size_t)32 << 20;
+    (void)cudaGetLastError();
+    return (size_t)4 << 20;
+}
+
+/* Rows n, K elements [16c, 16c + 16) of group g's W, as FP16 into out
+ * ([N][K] row-major).  Consecutive threads take consecutive chunks of a
+ * row, so loads and stores are coalesced. */
+template <class Deq>
+__global__ void __launch_bounds__(256) vg_dequant_f16_kernel(KWeight w, int g, __half *out)
+{
+    constexpr int kBytes = kChunk * Deq::kBits / 8;
+    const int chunks = (w.k + kChunk - 1) / kChunk;
+    const size_t total = (size_t)w.n * (size_t)chunks;
+    const uint8_t *q = w.q + (size_t)g * w.q_group_bytes;
+    const float epi = Deq::epilogue(w);
+    const bool row_vec = ((uintptr_t)q % kBytes) == 0 && (w.q_row_bytes % kBytes) == 0;
+    const bool out_vec = ((uintptr_t)out % 16) == 0 && (w.k % 8) == 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const int n = (int)(i / chunks);
+        const int k = (int)(i - (size_t)n * chunks) * kChunk;
+        const uint8_t *src = q + (size_t)n * w.q_row_bytes + (size_t)k * Deq::kBits / 8;
+        const bool whole = k + kChunk <= w.k;
+        uint32_t h[8];
+        const uint32_t s = Deq::kPreScale ? Deq::prescale(w, g, n, k) : 0u;
+        if (whole && row_vec) {
+            Deq::decode16(src, s, h);
+        } else {
+            /* A row's tail (or an unaligned row): its bytes, zero past K. */
+            uint4 raw[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
+            uint8_t *r = reinterpret_cast<uint8_t *>(raw);
+            const int have = ((whole ? kChunk : w.k - k) * Deq::kBits + 7) / 8;
+            for (int b = 0; b < have && b < kBytes; b++)
+                r[b] = src[b];
+            Deq::decode16(r, s, h);
+        }
+        const float post = (Deq::kPostScale ? Deq::postscale(w, g, n, k / Deq::kScaleK) : 1.0f) * epi;
+        uint32_t o[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const float2 v = __half22float2(*reinterpret_cast<const __half2 *>(&h[j]));
+            __half2 r2 = __floats2half2_rn(v.x * post, v.y * post);
+            o[j] = *reinterpret_cast<uint32_t *>(&r2);
+        }
+        __half *dst = out + (size_t)n * w.k + k;
+        if (whole && out_vec) {
+            reinterpret_cast<uint4 *>(dst)[0] = make_uint4(o[0], o[1], o[2], o[3]);
+            reinterpret_cast<uint4 *>(dst)[1] = make_uint4(o[4], o[5], o[6], o[7]);
+        } else {
+            const __half *e = reinterpret_cast<const __half *>(o);
+            for (int j = 0; j < kChunk && k + j < w.k; j++)
+                dst[j] = e[j];
+        }
+    }
+}
+
+typedef void (*dequant_fn)(const KWeight &w, int g, __half *out, dim3 grid, cudaStream_t s);
+
+template <class Deq>
+void launch_dequant(const KWeight &w, int g, __half *out, dim3 grid, cudaStream_t s)
+{
+    vg_dequant_f16_kernel<Deq><<<grid, 256, 0, s>>>(w, g, out);
+}
+
+/* Indexed by vg_family; fp16 needs none. */
+const dequant_fn g_dequant[VG_FAMILY_COUNT] = {
+    NULL, launch_dequant<DeqAWQ>, launch_dequant<DeqFP8>, launch_dequant<DeqMXFP4>,
+    launch_dequant<DeqNVFP4>};
+
+/* Enough blocks to fill every SM several times over; the grid-stride loop
+ * covers the rest. */
+unsigned dequant_blocks(size_t chunks)
+{
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0) {
+        (void)cudaGetLastError();
+        sms = 80;
+    }
+    size_t want = (chunks + 255) / 256, most = (size_t)sms * 16;
+    return (unsigned)(want < most ? (want ? want : 1) : most);
+}
+
+const char *blas_status_name(cublasStatus_t s)
+{
+    switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "success";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "not initialized (cuBLAS could not start)";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "allocation failed";
+    case CUBLAS_STATUS_INVALID_VALUE: return "invalid value";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "not supported on this GPU";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "execution failed";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "not supported";
+    default: return "error";
+    }
+}
+
+/* Handles by device: a handle is taken for one call and given back, so
+ * threads never share one at the same time (a call sets its stream and
+ * workspace).  Creating a handle allocates, which a graph capture does not
+ * allow: vg_dqblas_available (the backend's open) makes each device's
+ * first one beforehand.  Handles live as long as the process: cuBLAS's
+ * teardown at exit may run after the CUDA runtime's. */
+struct HandlePool {
+    std::mutex mu;
+    std::vector<cublasHandle_t> free[64];
+    int version = 0;
+};
+HandlePool g_pool;
+
+vg_status take_handle(cudaStream_t s, cublasHandle_t *out)
+{
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+        (void)cudaGetLastError();
+        return vg_fail(VG_ERR_NO_DEVICE, "dequant+cublas: no current CUDA device");
+    }
+    {
+        std::lock_guard<std::mutex> lock(g_pool.mu);
+        if (!g_pool.free[dev].empty()) {
+            *out = g_pool.free[dev].back();
+            g_pool.free[dev].pop_back();
+            return VG_OK;
+        }
+    }
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (s && cudaStreamIsCapturing(s, &cap) == cudaSuccess && cap != cudaStreamCaptureStatusNone)
+        return vg_fail(VG_ERR_STATE,
+                       "dequant+cublas: no free cuBLAS handle on device %d and one cannot be "
+                       "created while the stream captures a graph (run a call before capturing)",
+                       dev);
+    cublasStatus_t st = cublasCreate(out);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        (void)cudaGetLastError();
+        return vg_fail(VG_ERR_UNSUPPORTED, "dequant+cublas: cublasCreate failed on device %d: %s",
+                       dev, blas_status_name(st));
+    }
+    int v = 0;
+    if (cublasGetVersion(*out, &v) == CUBLAS_STATUS_SUCCESS) {
+        std::lock_guard<std::mutex> lock(g_pool.mu);
+        g_pool.version = v;
+    }
+    return VG_OK;
+}
+
+void give_back(cublasHandle_t h)
+{
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+        cublasDestroy(h);
+        return;
+    }
+    std::lock_guard<std::mutex> lock(g_pool.mu);
+    g_pool.free[dev].push_back(h);
+}
+
+vg_status blas_fail(cublasStatus_t s, const char *what)
+{
+    return vg_fail(VG_ERR_CUDA, "dequant+cublas: %s: %s", what, blas_status_name(s));
+}
+
+/* Y[m][n] = X[m][k] . W[n][k]^T: in cuBLAS's column-major terms
+ * Y^T (n x m) = op_T(W as k x n) . X^T (k x m). */
+vg_status blas_gemm(cublasHandle_t h, const __half *w, const uint16_t *x, void *y, vg_dtype yt,
+                    int m, int n, int k)
+{
+    const float one = 1.0f, zero = 0.0f;
+    cublasStatus_t st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, w, CUDA_R_16F, k,
+                                     x, CUDA_R_16F, k, &zero, y,
+                                     yt == VG_DTYPE_F16 ? CUDA_R_16F : CUDA_R_32F, n,
+                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    return st == CUBLAS_STATUS_SUCCESS ? VG_OK : blas_fail(st, "cublasGemmEx");
+}
+
+} // namespace
+
+size_t vg_dqblas_workspace_bytes(vg_family f, int32_t n, int32_t k)
+{
+    const size_t copy = f == VG_FAMILY_FP16 ? 0 : align_up((size_t)n * (size_t)k * sizeof(__half));
+    /* + kAlign: the caller's workspace need not be 256-byte aligned. */
+    return copy + blas_workspace_bytes() + kAlign;
+}
+
+int vg_dqblas_available(const char **why)
+{
+    static char reason[256];
+    cublasHandle_t h;
+    if (take_handle(NULL, &h) != VG_OK) {
+        snprintf(reason, sizeof reason, "%s", vg_last_error());
+        if (why)
+            *why = reason;
+        return 0;
+    }
+    give_back(h);
+    if (why)
+        *why = "";
+    return 1;
+}
+
+vg_status vg_dqblas_gemm(const vg_gemm_args *a, const KWeight &kw)
+{
+    cudaStream_t s = static_cast<cudaStream_t>(a->stream);
+    const vg_family f = a->w.family;
+    uint8_t *base = reinterpret_cast<uint8_t *>(align_up((uintptr_t)a->workspace));
+    const size_t copy = f == VG_FAMILY_FP16 ? 0 : align_up((size_t)kw.n * (size_t)kw.k * 2);
+    __half *wcopy = reinterpret_cast<__half *>(base);
+    cublasHandle_t h;
+    vg_status st = take_handle(s, &h);
+    if (st != VG_OK)
+        return st;
+    cublasStatus_t bs = cublasSetStream(h, s);
+    if (bs == CUBLAS_STATUS_SUCCESS)
+        bs = cublasSetWorkspace(h, base + copy, blas_workspace_bytes());
+    if (bs != CUBLAS_STATUS_SUCCESS) {
+        give_back(h);
+        return blas_fail(bs, "handle set-up");
+    }
+    const size_t ysize = a->y_dtype == VG_DTYPE_F16 ? 2 : 4;
+    const size_t chunks = (size_t)kw.n * (size_t)((kw.k + kChunk - 1) / kChunk);
+    const int groups = a->path == VG_PATH_DENSE ? 1 : a->w.groups;
+    for (int g = 0; g < groups && st == VG_OK; g++) {
+        const int32_t r0 = a->path == VG_PATH_DENSE ? 0 : a->offsets_host[g];
+        const int32_t r1 = a->path == VG_PATH_DENSE ? a->m : a->offsets_host[g + 1];
+        if (r1 <= r0)
+            continue; /* an empty group costs nothing */
+        const __half *w;
+        if (f == VG_FAMILY_FP16) {
+            w = reinterpret_cast<const __half *>(kw.q + (size_t)g * kw.q_group_bytes);
+        } else {
+            g_dequant[f](kw, g, wcopy, dim3(dequant_blocks(chunks)), s);
+            cudaError_t e = cudaGetLastError();
+            if (e != cudaSuccess) {
+                st = vg_fail(VG_ERR_CUDA, "dequant+cublas: dequantize %s: %s", vg_family_name(f),
+                             cudaGetErrorString(e));
+                break;
+            }
+            w = wcopy;
+        }
+        st = blas_gemm(h, w, a->x + (size_t)r0 * kw.k,
+                       static_cast<uint8_t *>(a->y) + (size_t)r0 * kw.n * ysize, a->y_dtype,
+                       r1 - r0, kw.n, kw.k);
+    }
+    give_back(h);
+    return st;
+}
+
+extern "C" int vg_cuda_blas_version(void)
+{
+    std::lock_guard<std::mutex> lock(g_pool.mu);
+    return g_pool.version;
+}

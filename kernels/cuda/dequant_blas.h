@@ -1,0 +1,34 @@
+/*
+ * The dequantize-once + cuBLAS plan kind (VG_KIND_DEQUANT_BLAS), as gemm.cu's
+ * launcher calls it: one bandwidth-bound kernel writes a group's W as FP16
+ * [N][K] into the call's workspace, then cublasGemmEx multiplies X by it
+ * with FP32 accumulation (kernels/cuda/KERNELS.md, "Dequantize + cuBLAS").
+ *
+ * The workspace holds, 256-byte aligned: the FP16 copy of one group (none for
+ * fp16, whose W is already FP16), then cuBLAS's own workspace.  The copy is
+ * reused group after group on the call's stream, so grouped, loop and moe
+ * calls need one group's copy, never G.
+ */
+#ifndef VG_CUDA_DEQUANT_BLAS_H
+#define VG_CUDA_DEQUANT_BLAS_H
+
+#include <stddef.h>
+
+#include "dequant.cuh"
+#include "voltgate/types.h"
+
+/* Bytes of workspace a call with weights of this family and per-group
+ * shape needs under the kind. */
+size_t vg_dqblas_workspace_bytes(vg_family f, int32_t n, int32_t k);
+
+/* Runs the call (any path: dense one GEMM; loop, grouped and moe one
+ * dequantization and one GEMM per group with rows, from offsets_host).  The
+ * arguments are checked by the caller (vg_cuda_gemm), the workspace too. */
+vg_status vg_dqblas_gemm(const vg_gemm_args *a, const KWeight &kw);
+
+/* Whether cuBLAS works on the current device: creates this device's first
+ * handle (so that a later call inside a graph capture, where a handle cannot
+ * be created, finds one).  On failure *why says what failed. */
+int vg_dqblas_available(const char **why);
+
+#endif

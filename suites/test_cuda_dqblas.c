@@ -1,0 +1,171 @@
+/*
+ * The dequantize-once + cuBLAS plan kind (kernels/cuda/dequant_blas.cu):
+ * its workspace (one group's FP16 copy plus cuBLAS's own), a workspace one
+ * byte short refused without a launch, the same bits on every run and when
+ * replayed from a CUDA graph, and moe with empty and large groups against
+ * the reference on the FP16-rounded weight.  Every plan of every family is
+ * also run by test_cuda_families and test_cuda_fp8 (tc_run_all_plans).
+ * The workspace arithmetic needs no device; the rest is skipped without one.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_cuda_util.h"
+
+static const vg_plan *dq_plan(vg_path path)
+{
+    for (size_t i = 0; i < vg_cuda_plan_count(); i++) {
+        const vg_plan *p = vg_cuda_plan_at(i);
+        if (p->kind == VG_KIND_DEQUANT_BLAS &&
+            p->path == (path == VG_PATH_DENSE || path == VG_PATH_LOOP ? VG_PATH_DENSE
+                                                                       : VG_PATH_GROUPED))
+            return p;
+    }
+    return NULL;
+}
+
+static size_t ws_of(const vg_plan *p, vg_family f, vg_path path, int32_t m, int32_t n, int32_t k)
+{
+    vg_gemm_args a;
+    memset(&a, 0, sizeof a);
+    a.path = path;
+    a.m = m;
+    a.w.family = f;
+    a.w.n = n;
+    a.w.k = k;
+    a.w.groups = 1;
+    size_t bytes = 0;
+    assert_int_equal(vg_cuda_workspace_bytes(p, &a, &bytes), VG_OK);
+    return bytes;
+}
+
+/* The copy is one group's N x K FP16 (rounded up to 256 bytes) on top of
+ * what fp16, which needs no copy, asks for; it does not grow with M or
+ * with the number of groups. */
+static void test_workspace_is_one_fp16_copy(void **state)
+{
+    (void)state;
+    if (vg_cuda_plan_count() == 0) {
+        vgtest_skip("built without CUDA");
+    }
+    const vg_plan *p = dq_plan(VG_PATH_DENSE);
+    assert_non_null(p);
+    assert_int_equal(p->min_rows, GROUPED_DECODE_MAX_TOKENS + 1);
+    static const int32_t shapes[][2] = {{4096, 4096}, {4096, 14336}, {200, 392}, {1, 16}};
+    static const vg_family fams[] = {VG_FAMILY_AWQ, VG_FAMILY_FP8, VG_FAMILY_MXFP4,
+                                     VG_FAMILY_NVFP4};
+    const size_t base = ws_of(p, VG_FAMILY_FP16, VG_PATH_DENSE, 512, 4096, 4096);
+    assert_true(base >= (size_t)4 << 20); /* cuBLAS's own: at least 4 MiB */
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++) {
+            const int32_t n = shapes[s][0], k = shapes[s][1];
+            const size_t copy = ((size_t)n * k * 2 + 255) / 256 * 256;
+            assert_int_equal(ws_of(p, fams[f], VG_PATH_DENSE, 512, n, k), base + copy);
+            assert_int_equal(ws_of(p, fams[f], VG_PATH_DENSE, 8192, n, k), base + copy);
+            assert_int_equal(ws_of(dq_plan(VG_PATH_MOE), fams[f], VG_PATH_MOE, 300, n, k),
+                             base + copy);
+        }
+    assert_int_equal(ws_of(p, VG_FAMILY_FP8, VG_PATH_DENSE, 0, 4096, 4096), 0);
+}
+
+/* One byte short: refused before anything is launched (Y keeps its NaN). */
+static void test_short_workspace_refused(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    tc_case c;
+    tc_make(&c, VG_FAMILY_FP8, VG_PATH_DENSE, 40, 256, 512, 1, NULL, 31);
+    const vg_plan *p = dq_plan(VG_PATH_DENSE);
+    size_t need = 0;
+    assert_int_equal(vg_cuda_workspace_bytes(p, &c.args, &need), VG_OK);
+    vg_gemm_args a = c.args;
+    a.workspace_bytes = need - 1;
+    tc_poison(&c);
+    assert_int_equal(vg_cuda_gemm(p, &a), VG_ERR_INVALID_ARG);
+    assert_non_null(strstr(vg_last_error(), "workspace"));
+    assert_int_equal(vg_cuda_synchronize(NULL), VG_OK);
+    float *y = tc_download(&c);
+    for (size_t i = 0; i < (size_t)c.m * c.n; i++)
+        assert_true(isnan(y[i]));
+    free(y);
+    tc_free(&c);
+}
+
+/* Every family: the same bits twice, and the same bits again from a CUDA
+ * graph that captured the call (cuBLAS's algorithm depends on the shape and
+ * the fixed workspace, not on timing). */
+static void test_same_bits_direct_and_graph(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    int blas = 0;
+    const char *why = NULL;
+    assert_int_equal(vg_cuda_blas_prepare(&blas, &why), VG_OK);
+    if (!blas) {
+        print_error("cuBLAS does not start here: %s\n", why);
+        fail();
+    }
+    void *stream = NULL;
+    assert_int_equal(vg_cuda_stream_create(&stream), VG_OK);
+    for (int f = 0; f < VG_FAMILY_COUNT; f++) {
+        tc_case c;
+        tc_make(&c, (vg_family)f, VG_PATH_DENSE, 300, 264, 1024, 1, NULL, 90 + (uint64_t)f);
+        c.args.stream = stream;
+        const vg_plan *p = dq_plan(VG_PATH_DENSE);
+        tc_run_plan(&c, p, tc_tol((vg_family)f, VG_DTYPE_F32));
+        float *y1 = tc_download(&c);
+        tc_run_plan(&c, p, tc_tol((vg_family)f, VG_DTYPE_F32));
+        float *y2 = tc_download(&c);
+        assert_memory_equal(y1, y2, (size_t)c.m * c.n * 4);
+        assert_int_equal(vg_cuda_graph_begin(stream), VG_OK);
+        assert_int_equal(vg_cuda_gemm(p, &c.args), VG_OK);
+        void *exec = NULL;
+        assert_int_equal(vg_cuda_graph_end(stream, &exec), VG_OK);
+        tc_poison(&c);
+        assert_int_equal(vg_cuda_graph_launch(exec, stream), VG_OK);
+        assert_int_equal(vg_cuda_synchronize(stream), VG_OK);
+        float *y3 = tc_download(&c);
+        assert_memory_equal(y1, y3, (size_t)c.m * c.n * 4);
+        assert_int_equal(vg_cuda_graph_destroy(exec), VG_OK);
+        free(y1);
+        free(y2);
+        free(y3);
+        tc_free(&c);
+    }
+    vg_cuda_stream_destroy(stream);
+}
+
+/* moe and loop with empty groups and groups above the grouped decode limit,
+ * FP32 and FP16 output. */
+static void test_groups_empty_and_large(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    static const int32_t counts[] = {0, 40, 0, 25, 3};
+    int32_t off[6];
+    tc_offsets(off, counts, 5);
+    static const vg_path paths[] = {VG_PATH_MOE, VG_PATH_LOOP};
+    for (int f = 0; f < VG_FAMILY_COUNT; f++)
+        for (size_t i = 0; i < 2; i++)
+            for (int y16 = 0; y16 <= 1; y16++) {
+                tc_case c;
+                tc_make(&c, (vg_family)f, paths[i], off[5], 136, 512, 5, off,
+                        200 + (uint64_t)f * 4 + i * 2 + (uint64_t)y16);
+                const vg_dtype yt = y16 ? VG_DTYPE_F16 : VG_DTYPE_F32;
+                c.args.y_dtype = yt;
+                tc_run_plan(&c, dq_plan(paths[i]), tc_tol((vg_family)f, yt));
+                tc_free(&c);
+            }
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_workspace_is_one_fp16_copy),
+        cmocka_unit_test(test_short_workspace_refused),
+        cmocka_unit_test(test_same_bits_direct_and_graph),
+        cmocka_unit_test(test_groups_empty_and_large),
+    };
+    return VGTEST_MAIN("cuda_dqblas", tests);
+}
