@@ -56,7 +56,11 @@ VG_CPPFLAGS := -Iinclude -Ikernels -Iruntime -Igolden -Itools -Isuites/common $(
 CFLAGS ?= -O2 -g
 VG_CFLAGS = -std=c11 -Wall -Wextra -Werror -fPIC -pthread $(CFLAGS)
 VG_LDFLAGS = $(EXTRA_LDFLAGS) -pthread $(LDFLAGS)
-LDLIBS := $(HDF5_LIBS) -lcjson -lm
+# libvoltgate links cJSON, libm and (CUDA builds) cuBLAS and the CUDA runtime;
+# the harness (libvoltgate_harness.a) adds HDF5.  LDLIBS is both, for the
+# programs that link both (tools, suites).
+LIB_LDLIBS := -lcjson -lm
+HARNESS_LDLIBS := $(HDF5_LIBS)
 
 ifeq ($(VG_WITH_CUDA),1)
   NVCC_GENCODE := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
@@ -64,8 +68,9 @@ ifeq ($(VG_WITH_CUDA),1)
   NVCCFLAGS ?= -O3 -lineinfo
   VG_NVCCFLAGS = $(NVCCFLAGS) -std=c++17 $(NVCC_GENCODE) -Xcompiler=-fPIC,-Wall,-Wextra -Werror=all-warnings \
                -Iinclude -Ikernels -Ikernels/cuda -DVG_WITH_CUDA=1
-  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+  LIB_LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
 endif
+LDLIBS := $(HARNESS_LDLIBS) $(LIB_LDLIBS)
 
 # The kernel build id stamped into LUT entries (runtime/lut.c): LUTs measured
 # by another commit's kernels are stale.  A stamp file rebuilds lut.o when
@@ -80,22 +85,31 @@ $(BUILD)/obj/tools/main.o: $(BUILD_ID_STAMP)
 $(BUILD)/obj/tools/main.o: VG_CPPFLAGS += -DVG_BUILD_ID='"voltgate $(VG_BUILD_ID)"'
 
 # ---- Sources ----------------------------------------------------------------
-LIB_C_SRCS := $(wildcard kernels/*.c kernels/cpu/*.c runtime/*.c golden/*.c)
+# libvoltgate: the kernels (every kernels/cuda/*.cu but the bench peers) and
+# the runtime.  The harness: golden/ (HDF5) and the benchmark's CUDA helpers
+# and cuBLAS peers (kernels/cuda/cuda_bench.h: bench_peer.cu, or
+# cuda_bench_absent.c's stand-ins in a CPU-only build).
+HARNESS_CU_ONLY := kernels/cuda/bench_peer.cu
+LIB_C_SRCS := $(filter-out kernels/cuda_bench_absent.c,$(wildcard kernels/*.c kernels/cpu/*.c runtime/*.c))
+HARNESS_C_SRCS := $(wildcard golden/*.c) kernels/cuda_bench_absent.c
 ifeq ($(VG_WITH_CUDA),1)
   LIB_C_SRCS := $(filter-out kernels/cuda_absent.c,$(LIB_C_SRCS))
-  LIB_CU_SRCS := $(wildcard kernels/cuda/*.cu)
+  LIB_CU_SRCS := $(filter-out $(HARNESS_CU_ONLY),$(wildcard kernels/cuda/*.cu))
+  HARNESS_CU_SRCS := $(HARNESS_CU_ONLY)
 endif
 TOOL_SRCS := $(wildcard tools/*.c)
 SUITE_SRCS := $(wildcard suites/test_*.c)
 SUITE_COMMON := $(wildcard suites/common/*.c)
 
 LIB_OBJS := $(LIB_C_SRCS:%.c=$(BUILD)/obj/%.o) $(LIB_CU_SRCS:%.cu=$(BUILD)/obj/%.cu.o)
+HARNESS_OBJS := $(HARNESS_C_SRCS:%.c=$(BUILD)/obj/%.o) $(HARNESS_CU_SRCS:%.cu=$(BUILD)/obj/%.cu.o)
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
 SUITE_COMMON_OBJS := $(SUITE_COMMON:%.c=$(BUILD)/obj/%.o)
 SUITE_BINS := $(SUITE_SRCS:suites/%.c=$(BUILD)/suites/%)
 
 LIB_A := $(BUILD)/lib/libvoltgate.a
 LIB_SO := $(BUILD)/lib/libvoltgate.so
+HARNESS_A := $(BUILD)/lib/libvoltgate_harness.a
 TOOL := $(BUILD)/bin/voltgate
 
 .PHONY: all check regress deps clean suites print-config sanitize coverage fuzz sm70-check
@@ -103,7 +117,7 @@ TOOL := $(BUILD)/bin/voltgate
 # Keep the suites' objects: they are intermediate files of a chain.
 .SECONDARY:
 
-all: $(LIB_A) $(LIB_SO) $(TOOL)
+all: $(LIB_A) $(LIB_SO) $(HARNESS_A) $(TOOL)
 
 print-config:
 	@echo "CUDA=$(VG_WITH_CUDA) NVCC=$(NVCC) CUDA_ARCHS=$(CUDA_ARCHS)"
@@ -121,17 +135,24 @@ $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+# --no-undefined: every symbol of the library resolves in what it links
+# (no HDF5, no harness), or the link fails.
 $(LIB_SO): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(VG_LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) -shared -Wl,--no-undefined $(VG_LDFLAGS) -o $@ $^ $(LIB_LDLIBS)
 
-$(TOOL): $(TOOL_OBJS) $(LIB_A)
+$(HARNESS_A): $(HARNESS_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(VG_LDFLAGS) -o $@ $(TOOL_OBJS) $(LIB_A) $(LDLIBS)
+	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/suites/%: $(BUILD)/obj/suites/%.o $(SUITE_COMMON_OBJS) $(LIB_A)
+# The harness before the library: it calls into libvoltgate, never the reverse.
+$(TOOL): $(TOOL_OBJS) $(HARNESS_A) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(VG_LDFLAGS) -o $@ $< $(SUITE_COMMON_OBJS) $(LIB_A) $(LDLIBS) -lcmocka
+	$(CC) $(VG_LDFLAGS) -o $@ $(TOOL_OBJS) $(HARNESS_A) $(LIB_A) $(LDLIBS)
+
+$(BUILD)/suites/%: $(BUILD)/obj/suites/%.o $(SUITE_COMMON_OBJS) $(HARNESS_A) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(VG_LDFLAGS) -o $@ $< $(SUITE_COMMON_OBJS) $(HARNESS_A) $(LIB_A) $(LDLIBS) -lcmocka
 
 suites: $(SUITE_BINS) $(TOOL)
 
@@ -188,6 +209,6 @@ sm70-check:
 clean:
 	rm -rf $(BUILD)
 
--include $(LIB_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(SUITE_BINS:$(BUILD)/suites/%=$(BUILD)/obj/suites/%.d)
+-include $(LIB_OBJS:.o=.d) $(HARNESS_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(SUITE_BINS:$(BUILD)/suites/%=$(BUILD)/obj/suites/%.d)
 -include suites/fuzz/fuzz.mk
 -include suites/coord.mk
