@@ -50,8 +50,43 @@ ifneq ($(DEPS_PREFIX),)
   EXTRA_LDFLAGS := -L$(DEPS_ABS)/usr/lib/$(TRIPLET) -Wl,-rpath,$(DEPS_ABS)/usr/lib/$(TRIPLET)
 endif
 
-VG_CPPFLAGS := -Iinclude -Ikernels -Iruntime -Igolden -Itools -Isuites/common $(HDF5_CFLAGS) $(EXTRA_CFLAGS) \
-            -DVG_WITH_CUDA=$(VG_WITH_CUDA) -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+# ---- Include paths, one list per folder --------------------------------------
+# Each folder sees the public headers and what lies below it in
+# formats -> kernels -> runtime -> tools, nothing above (a wrong #include
+# fails to compile).  kernels/util/ (fileio.h, timing.h) is the small shared
+# file/clock/median layer every folder may use.
+KERNELS_INC := -Iinclude -Ikernels -Ikernels/util
+RUNTIME_INC := $(KERNELS_INC) -Iruntime
+# golden/ uses the public API and fileio.h, not the kernels' or the runtime's
+# private headers.
+GOLDEN_INC := -Iinclude -Ikernels/util -Igolden $(HDF5_CFLAGS)
+# tools/: the public API (voltgate/golden.h is the harness's), kernels/util
+# and its own headers.  The exceptions are per file, below.
+TOOLS_INC := -Iinclude -Ikernels/util -Itools
+# The suites test internals: they see everything (so do suites/coord.mk's and
+# suites/fuzz/fuzz.mk's programs, through VG_CPPFLAGS).
+SUITES_INC := -Iinclude -Ikernels -Ikernels/util -Iruntime -Igolden -Itools -Isuites/common $(HDF5_CFLAGS)
+VG_DEFS := $(EXTRA_CFLAGS) -DVG_WITH_CUDA=$(VG_WITH_CUDA) -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+VG_CPPFLAGS := $(SUITES_INC) $(VG_DEFS)
+VG_INC = $(SUITES_INC)
+$(BUILD)/obj/kernels/%: VG_INC = $(KERNELS_INC)
+$(BUILD)/obj/runtime/%: VG_INC = $(RUNTIME_INC)
+$(BUILD)/obj/golden/%: VG_INC = $(GOLDEN_INC)
+$(BUILD)/obj/tools/%: VG_INC = $(TOOLS_INC)
+# Tools that drive internals on purpose, each with the one folder it needs:
+# - the benchmark (cmd_bench.c, bench_*.c but bench_dispatch.c) times the
+#   kernels' plan tables directly and against the cuBLAS peers, so it reads
+#   kernels.h and the harness's cuda/cuda_bench.h (kernels/cuda/); `plans`
+#   (cmd_plans.c) prints those tables; main.c asks kernels.h whether a CUDA
+#   device is there (vg_cuda_device_count) to pick the default backend.
+# - bench --dispatch (bench_dispatch.c) times vg_dispatch_decide() alone and
+#   `replay` (cmd_replay.c) drives the warm-up's layer buffers and the LUT
+#   path helpers: runtime/internal.h, no public API does either.
+TOOLS_KERNELS_OBJS := $(addprefix $(BUILD)/obj/tools/,main.o cmd_plans.o cmd_bench.o \
+                        bench_output.o bench_peers.o bench_rows.o bench_shapes.o)
+TOOLS_RUNTIME_OBJS := $(addprefix $(BUILD)/obj/tools/,bench_dispatch.o cmd_replay.o)
+$(TOOLS_KERNELS_OBJS): VG_INC = $(TOOLS_INC) -Ikernels
+$(TOOLS_RUNTIME_OBJS): VG_INC = $(TOOLS_INC) -Iruntime
 # CFLAGS/LDFLAGS stay the user's (make CFLAGS=-O0 keeps the warnings below).
 CFLAGS ?= -O2 -g
 VG_CFLAGS = -std=c11 -Wall -Wextra -Werror -fPIC -pthread $(CFLAGS)
@@ -67,7 +102,7 @@ ifeq ($(VG_WITH_CUDA),1)
                   -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
   NVCCFLAGS ?= -O3 -lineinfo
   VG_NVCCFLAGS = $(NVCCFLAGS) -std=c++17 $(NVCC_GENCODE) -Xcompiler=-fPIC,-Wall,-Wextra -Werror=all-warnings \
-               -Iinclude -Ikernels -Ikernels/cuda -DVG_WITH_CUDA=1
+               -Iinclude -Ikernels -Ikernels/cuda -Ikernels/util -DVG_WITH_CUDA=1
   LIB_LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
 endif
 LDLIBS := $(HARNESS_LDLIBS) $(LIB_LDLIBS)
@@ -79,10 +114,10 @@ VG_BUILD_ID ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown
 BUILD_ID_STAMP := $(BUILD)/build-id
 $(shell mkdir -p $(BUILD) && echo '$(VG_BUILD_ID)' | cmp -s - $(BUILD_ID_STAMP) || echo '$(VG_BUILD_ID)' > $(BUILD_ID_STAMP))
 $(BUILD)/obj/runtime/lut.o: $(BUILD_ID_STAMP)
-$(BUILD)/obj/runtime/lut.o: VG_CPPFLAGS += -DVG_BUILD_ID='"voltgate $(VG_BUILD_ID)"'
+$(BUILD)/obj/runtime/lut.o: VG_DEFS += -DVG_BUILD_ID='"voltgate $(VG_BUILD_ID)"'
 # The same id for `voltgate --version` and the "build" of every JSON it writes.
 $(BUILD)/obj/tools/main.o: $(BUILD_ID_STAMP)
-$(BUILD)/obj/tools/main.o: VG_CPPFLAGS += -DVG_BUILD_ID='"voltgate $(VG_BUILD_ID)"'
+$(BUILD)/obj/tools/main.o: VG_DEFS += -DVG_BUILD_ID='"voltgate $(VG_BUILD_ID)"'
 
 # ---- Sources ----------------------------------------------------------------
 # libvoltgate: the kernels (every kernels/cuda/*.cu but the bench peers) and
@@ -90,7 +125,7 @@ $(BUILD)/obj/tools/main.o: VG_CPPFLAGS += -DVG_BUILD_ID='"voltgate $(VG_BUILD_ID
 # and cuBLAS peers (kernels/cuda/cuda_bench.h: bench_peer.cu, or
 # cuda_bench_absent.c's stand-ins in a CPU-only build).
 HARNESS_CU_ONLY := kernels/cuda/bench_peer.cu
-LIB_C_SRCS := $(filter-out kernels/cuda_bench_absent.c,$(wildcard kernels/*.c kernels/cpu/*.c runtime/*.c))
+LIB_C_SRCS := $(filter-out kernels/cuda_bench_absent.c,$(wildcard kernels/*.c kernels/cpu/*.c kernels/util/*.c runtime/*.c))
 HARNESS_C_SRCS := $(wildcard golden/*.c) kernels/cuda_bench_absent.c
 ifeq ($(VG_WITH_CUDA),1)
   LIB_C_SRCS := $(filter-out kernels/cuda_absent.c,$(LIB_C_SRCS))
@@ -125,7 +160,7 @@ print-config:
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(VG_CPPFLAGS) $(CPPFLAGS) $(VG_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(VG_INC) $(VG_DEFS) $(CPPFLAGS) $(VG_CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
