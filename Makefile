@@ -1,6 +1,14 @@
 # voltgate — one non-recursive Makefile; every output lands under $(BUILD).
 #
-#   make            library (build/lib/libvoltgate.{a,so}) and build/bin/voltgate
+#   make            the libraries and build/bin/voltgate:
+#                     build/lib/libvoltgate.{a,so}   what a serving engine links: the
+#                       kernels and the tuning runtime, public headers include/voltgate/
+#                       (voltgate/voltgate.h), needs cJSON, libm and, with CUDA, cuBLAS
+#                       and cudart; no HDF5
+#                     build/lib/libvoltgate_harness.a   the test and benchmark harness:
+#                       golden/ (HDF5 golden files, voltgate/golden.h) and the bench's
+#                       cuBLAS peers and CUDA helpers (kernels/cuda/cuda_bench.h); the
+#                       tools and suites link it before libvoltgate, with -lhdf5
 #   make check      dependencies, build, every suite; ends "N passed, N failed, N skipped"
 #   make regress    golden verification on every backend present, benchmarks, report
 #   make deps       check (and as root on Debian/Ubuntu install) the dependencies
