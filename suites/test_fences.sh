@@ -30,9 +30,10 @@ for m in bench_peer.cu.o cuda_bench_absent.o sha256.o safetensors.o; do
 done
 grep -q '^golden_' "$TMP/lib.members" && bad "$LIB holds golden objects: $(grep '^golden_' "$TMP/lib.members" | tr '\n' ' ')"
 
-# Symbols: defined (T/D/B/R...) and undefined, of each archive.
-nm -g --defined-only "$LIB" 2>/dev/null | awk 'NF == 3 {print $3}' | sort -u >"$TMP/lib.def"
-nm -g --defined-only "$HARNESS" 2>/dev/null | awk 'NF == 3 {print $3}' | sort -u >"$TMP/harness.def"
+# Symbols: strong definitions (T/D/B/R...; weak and unique ones, such as the
+# C++ objects' DW.ref.__gxx_personality_v0, may be in both) and undefined ones.
+nm -g --defined-only "$LIB" 2>/dev/null | awk 'NF == 3 && $2 !~ /^[VvWwu]$/ {print $3}' | sort -u >"$TMP/lib.def"
+nm -g --defined-only "$HARNESS" 2>/dev/null | awk 'NF == 3 && $2 !~ /^[VvWwu]$/ {print $3}' | sort -u >"$TMP/harness.def"
 nm -g --undefined-only "$LIB" 2>/dev/null | awk '{print $NF}' | sort -u >"$TMP/lib.undef"
 [ -s "$TMP/lib.def" ] || bad "nm read no symbol from $LIB"
 dup=$(comm -12 "$TMP/lib.def" "$TMP/harness.def" | head -5)
