@@ -1,6 +1,14 @@
 # voltgate — one non-recursive Makefile; every output lands under $(BUILD).
 #
-#   make            library (build/lib/libvoltgate.{a,so}) and build/bin/voltgate
+#   make            the libraries and build/bin/voltgate:
+#                     build/lib/libvoltgate.{a,so}   what a serving engine links: the
+#                       kernels and the tuning runtime, public headers include/voltgate/
+#                       (voltgate/voltgate.h), needs cJSON, libm and, with CUDA, cuBLAS
+#                       and cudart; no HDF5
+#                     build/lib/libvoltgate_harness.a   the test and benchmark harness:
+#                       golden/ (HDF5 golden files, voltgate/golden.h) and the bench's
+#                       cuBLAS peers and CUDA helpers (kernels/cuda/cuda_bench.h); the
+#                       tools and suites link it before libvoltgate, with -lhdf5
 #   make check      dependencies, build, every suite; ends "N passed, N failed, N skipped"
 #   make regress    golden verification on every backend present, benchmarks, report
 #   make deps       check (and as root on Debian/Ubuntu install) the dependencies
@@ -50,22 +58,62 @@ ifneq ($(DEPS_PREFIX),)
   EXTRA_LDFLAGS := -L$(DEPS_ABS)/usr/lib/$(TRIPLET) -Wl,-rpath,$(DEPS_ABS)/usr/lib/$(TRIPLET)
 endif
 
-VG_CPPFLAGS := -Iinclude -Ikernels -Iruntime -Igolden -Itools -Isuites/common $(HDF5_CFLAGS) $(EXTRA_CFLAGS) \
-            -DVG_WITH_CUDA=$(VG_WITH_CUDA) -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+# ---- Include paths, one list per folder --------------------------------------
+# Each folder sees the public headers and what lies below it in
+# formats -> kernels -> runtime -> tools, nothing above (a wrong #include
+# fails to compile).  kernels/util/ (fileio.h, timing.h) is the small shared
+# file/clock/median layer every folder may use.
+KERNELS_INC := -Iinclude -Ikernels -Ikernels/util
+RUNTIME_INC := $(KERNELS_INC) -Iruntime
+# golden/ uses the public API and fileio.h, not the kernels' or the runtime's
+# private headers.
+GOLDEN_INC := -Iinclude -Ikernels/util -Igolden $(HDF5_CFLAGS)
+# tools/: the public API (voltgate/golden.h is the harness's), kernels/util
+# and its own headers.  The exceptions are per file, below.
+TOOLS_INC := -Iinclude -Ikernels/util -Itools
+# The suites test internals: they see everything (so do suites/coord.mk's and
+# suites/fuzz/fuzz.mk's programs, through VG_CPPFLAGS).
+SUITES_INC := -Iinclude -Ikernels -Ikernels/util -Iruntime -Igolden -Itools -Isuites/common $(HDF5_CFLAGS)
+VG_DEFS := $(EXTRA_CFLAGS) -DVG_WITH_CUDA=$(VG_WITH_CUDA) -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+VG_CPPFLAGS := $(SUITES_INC) $(VG_DEFS)
+VG_INC = $(SUITES_INC)
+$(BUILD)/obj/kernels/%: VG_INC = $(KERNELS_INC)
+$(BUILD)/obj/runtime/%: VG_INC = $(RUNTIME_INC)
+$(BUILD)/obj/golden/%: VG_INC = $(GOLDEN_INC)
+$(BUILD)/obj/tools/%: VG_INC = $(TOOLS_INC)
+# Tools that drive internals on purpose, each with the one folder it needs:
+# - the benchmark (cmd_bench.c, bench_*.c but bench_dispatch.c) times the
+#   kernels' plan tables directly and against the cuBLAS peers, so it reads
+#   kernels.h and the harness's cuda/cuda_bench.h (kernels/cuda/); `plans`
+#   (cmd_plans.c) prints those tables; main.c asks kernels.h whether a CUDA
+#   device is there (vg_cuda_device_count) to pick the default backend.
+# - bench --dispatch (bench_dispatch.c) times vg_dispatch_decide() alone and
+#   `replay` (cmd_replay.c) drives the warm-up's layer buffers and the LUT
+#   path helpers: runtime/internal.h, no public API does either.
+TOOLS_KERNELS_OBJS := $(addprefix $(BUILD)/obj/tools/,main.o cmd_plans.o cmd_bench.o \
+                        bench_output.o bench_peers.o bench_rows.o bench_shapes.o)
+TOOLS_RUNTIME_OBJS := $(addprefix $(BUILD)/obj/tools/,bench_dispatch.o cmd_replay.o)
+$(TOOLS_KERNELS_OBJS): VG_INC = $(TOOLS_INC) -Ikernels
+$(TOOLS_RUNTIME_OBJS): VG_INC = $(TOOLS_INC) -Iruntime
 # CFLAGS/LDFLAGS stay the user's (make CFLAGS=-O0 keeps the warnings below).
 CFLAGS ?= -O2 -g
 VG_CFLAGS = -std=c11 -Wall -Wextra -Werror -fPIC -pthread $(CFLAGS)
 VG_LDFLAGS = $(EXTRA_LDFLAGS) -pthread $(LDFLAGS)
-LDLIBS := $(HDF5_LIBS) -lcjson -lm
+# libvoltgate links cJSON, libm and (CUDA builds) cuBLAS and the CUDA runtime;
+# the harness (libvoltgate_harness.a) adds HDF5.  LDLIBS is both, for the
+# programs that link both (tools, suites).
+LIB_LDLIBS := -lcjson -lm
+HARNESS_LDLIBS := $(HDF5_LIBS)
 
 ifeq ($(VG_WITH_CUDA),1)
   NVCC_GENCODE := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
                   -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
   NVCCFLAGS ?= -O3 -lineinfo
   VG_NVCCFLAGS = $(NVCCFLAGS) -std=c++17 $(NVCC_GENCODE) -Xcompiler=-fPIC,-Wall,-Wextra -Werror=all-warnings \
-               -Iinclude -Ikernels -Ikernels/cuda -DVG_WITH_CUDA=1
-  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+               -Iinclude -Ikernels -Ikernels/cuda -Ikernels/util -DVG_WITH_CUDA=1
+  LIB_LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
 endif
+LDLIBS := $(HARNESS_LDLIBS) $(LIB_LDLIBS)
 
 # The kernel build id stamped into LUT entries (runtime/lut.c): LUTs measured
 # by another commit's kernels are stale.  A stamp file rebuilds lut.o when
@@ -74,28 +122,37 @@ VG_BUILD_ID ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown
 BUILD_ID_STAMP := $(BUILD)/build-id
 $(shell mkdir -p $(BUILD) && echo '$(VG_BUILD_ID)' | cmp -s - $(BUILD_ID_STAMP) || echo '$(VG_BUILD_ID)' > $(BUILD_ID_STAMP))
 $(BUILD)/obj/runtime/lut.o: $(BUILD_ID_STAMP)
-$(BUILD)/obj/runtime/lut.o: VG_CPPFLAGS += -DVG_BUILD_ID='"voltgate $(VG_BUILD_ID)"'
+$(BUILD)/obj/runtime/lut.o: VG_DEFS += -DVG_BUILD_ID='"voltgate $(VG_BUILD_ID)"'
 # The same id for `voltgate --version` and the "build" of every JSON it writes.
 $(BUILD)/obj/tools/main.o: $(BUILD_ID_STAMP)
-$(BUILD)/obj/tools/main.o: VG_CPPFLAGS += -DVG_BUILD_ID='"voltgate $(VG_BUILD_ID)"'
+$(BUILD)/obj/tools/main.o: VG_DEFS += -DVG_BUILD_ID='"voltgate $(VG_BUILD_ID)"'
 
 # ---- Sources ----------------------------------------------------------------
-LIB_C_SRCS := $(wildcard kernels/*.c kernels/cpu/*.c runtime/*.c golden/*.c)
+# libvoltgate: the kernels (every kernels/cuda/*.cu but the bench peers) and
+# the runtime.  The harness: golden/ (HDF5) and the benchmark's CUDA helpers
+# and cuBLAS peers (kernels/cuda/cuda_bench.h: bench_peer.cu, or
+# cuda_bench_absent.c's stand-ins in a CPU-only build).
+HARNESS_CU_ONLY := kernels/cuda/bench_peer.cu
+LIB_C_SRCS := $(filter-out kernels/cuda_bench_absent.c,$(wildcard kernels/*.c kernels/cpu/*.c kernels/util/*.c runtime/*.c))
+HARNESS_C_SRCS := $(wildcard golden/*.c) kernels/cuda_bench_absent.c
 ifeq ($(VG_WITH_CUDA),1)
   LIB_C_SRCS := $(filter-out kernels/cuda_absent.c,$(LIB_C_SRCS))
-  LIB_CU_SRCS := $(wildcard kernels/cuda/*.cu)
+  LIB_CU_SRCS := $(filter-out $(HARNESS_CU_ONLY),$(wildcard kernels/cuda/*.cu))
+  HARNESS_CU_SRCS := $(HARNESS_CU_ONLY)
 endif
 TOOL_SRCS := $(wildcard tools/*.c)
 SUITE_SRCS := $(wildcard suites/test_*.c)
 SUITE_COMMON := $(wildcard suites/common/*.c)
 
 LIB_OBJS := $(LIB_C_SRCS:%.c=$(BUILD)/obj/%.o) $(LIB_CU_SRCS:%.cu=$(BUILD)/obj/%.cu.o)
+HARNESS_OBJS := $(HARNESS_C_SRCS:%.c=$(BUILD)/obj/%.o) $(HARNESS_CU_SRCS:%.cu=$(BUILD)/obj/%.cu.o)
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
 SUITE_COMMON_OBJS := $(SUITE_COMMON:%.c=$(BUILD)/obj/%.o)
 SUITE_BINS := $(SUITE_SRCS:suites/%.c=$(BUILD)/suites/%)
 
 LIB_A := $(BUILD)/lib/libvoltgate.a
 LIB_SO := $(BUILD)/lib/libvoltgate.so
+HARNESS_A := $(BUILD)/lib/libvoltgate_harness.a
 TOOL := $(BUILD)/bin/voltgate
 
 .PHONY: all check regress deps clean suites print-config sanitize coverage fuzz sm70-check
@@ -103,7 +160,7 @@ TOOL := $(BUILD)/bin/voltgate
 # Keep the suites' objects: they are intermediate files of a chain.
 .SECONDARY:
 
-all: $(LIB_A) $(LIB_SO) $(TOOL)
+all: $(LIB_A) $(LIB_SO) $(HARNESS_A) $(TOOL)
 
 print-config:
 	@echo "CUDA=$(VG_WITH_CUDA) NVCC=$(NVCC) CUDA_ARCHS=$(CUDA_ARCHS)"
@@ -111,7 +168,7 @@ print-config:
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(VG_CPPFLAGS) $(CPPFLAGS) $(VG_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(VG_INC) $(VG_DEFS) $(CPPFLAGS) $(VG_CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
@@ -121,17 +178,24 @@ $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+# --no-undefined: every symbol of the library resolves in what it links
+# (no HDF5, no harness), or the link fails.
 $(LIB_SO): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(VG_LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) -shared -Wl,--no-undefined $(VG_LDFLAGS) -o $@ $^ $(LIB_LDLIBS)
 
-$(TOOL): $(TOOL_OBJS) $(LIB_A)
+$(HARNESS_A): $(HARNESS_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(VG_LDFLAGS) -o $@ $(TOOL_OBJS) $(LIB_A) $(LDLIBS)
+	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/suites/%: $(BUILD)/obj/suites/%.o $(SUITE_COMMON_OBJS) $(LIB_A)
+# The harness before the library: it calls into libvoltgate, never the reverse.
+$(TOOL): $(TOOL_OBJS) $(HARNESS_A) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(VG_LDFLAGS) -o $@ $< $(SUITE_COMMON_OBJS) $(LIB_A) $(LDLIBS) -lcmocka
+	$(CC) $(VG_LDFLAGS) -o $@ $(TOOL_OBJS) $(HARNESS_A) $(LIB_A) $(LDLIBS)
+
+$(BUILD)/suites/%: $(BUILD)/obj/suites/%.o $(SUITE_COMMON_OBJS) $(HARNESS_A) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(VG_LDFLAGS) -o $@ $< $(SUITE_COMMON_OBJS) $(HARNESS_A) $(LIB_A) $(LDLIBS) -lcmocka
 
 suites: $(SUITE_BINS) $(TOOL)
 
@@ -142,8 +206,9 @@ deps:
 # Suites run side by side: JOBS when given (make check JOBS=4), else make's
 # own -jN, else one per CPU (suites/run.py --jobs).
 RUN_JOBS = $(if $(filter command line environment,$(origin JOBS)),--jobs $(JOBS))
+# The shared library too: suites/test_fences.sh checks that it needs no HDF5.
 check: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) suites
+	@$(MAKE) --no-print-directory -j$(JOBS) suites $(LIB_SO)
 	@$(PYTHON) suites/run.py --build $(BUILD) --python $(PYTHON) $(RUN_JOBS)
 
 regress: deps
@@ -188,6 +253,6 @@ sm70-check:
 clean:
 	rm -rf $(BUILD)
 
--include $(LIB_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(SUITE_BINS:$(BUILD)/suites/%=$(BUILD)/obj/suites/%.d)
+-include $(LIB_OBJS:.o=.d) $(HARNESS_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(SUITE_BINS:$(BUILD)/suites/%=$(BUILD)/obj/suites/%.d)
 -include suites/fuzz/fuzz.mk
 -include suites/coord.mk

@@ -1,7 +1,8 @@
 # Coordinated tuning across MPI ranks (issue 8): the MPI test program and
 # `make check-mpi`.  Included from the top-level Makefile
 # (`-include suites/coord.mk`), so BUILD, LIB_A, VG_CPPFLAGS, VG_CFLAGS,
-# VG_LDFLAGS and LDLIBS are the top-level ones.
+# VG_LDFLAGS and LIB_LDLIBS are the top-level ones.  Both programs link
+# libvoltgate alone, as a serving engine does: no harness, no HDF5.
 #
 #   make check-mpi                 build $(BUILD)/suites/coord_mpi_test, run it
 #                                  under mpirun with 2 and then 4 ranks
@@ -36,7 +37,7 @@ $(COORD_MPI_OBJ): $(COORD_MPI_SRC)
 
 $(COORD_MPI_BIN): $(COORD_MPI_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(MPICC) $(VG_LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+	$(MPICC) $(VG_LDFLAGS) -o $@ $< $(LIB_A) $(LIB_LDLIBS)
 
 check-mpi: $(COORD_MPI_BIN)
 	@for np in $(COORD_NP); do \
@@ -73,7 +74,7 @@ $(COORD_NCCL_OBJ): suites/coord/coord_nccl_test.c
 
 $(COORD_NCCL_BIN): $(COORD_NCCL_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(VG_LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS) -lnccl
+	$(CC) $(VG_LDFLAGS) -o $@ $< $(LIB_A) $(LIB_LDLIBS) -lnccl
 
 check-nccl: $(COORD_NCCL_BIN)
 	rm -rf $(COORD_NCCL_DIR)

@@ -14,6 +14,9 @@
  * Every function returns a vg_status; on failure vg_last_error() holds one
  * line that names the file, the dataset (or attribute) and what is wrong.
  * HDF5's own error printing is switched off inside these functions.
+ *
+ * Part of the harness, not of libvoltgate: link libvoltgate_harness.a (and
+ * libhdf5) before libvoltgate.  voltgate/voltgate.h does not include it.
  */
 #ifndef VOLTGATE_GOLDEN_H
 #define VOLTGATE_GOLDEN_H

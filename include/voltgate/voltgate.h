@@ -1,7 +1,9 @@
 /*
  * voltgate — quantized-weight GEMM kernels for Volta-class GPUs and later,
- * the tuning runtime that picks a plan per shape, and the golden-data
- * harness.  One include for the whole public API.
+ * and the tuning runtime that picks a plan per shape.  One include for the
+ * whole public API of libvoltgate, the library a serving engine links.
+ * The golden-data harness (voltgate/golden.h) is not part of it: it lives in
+ * libvoltgate_harness.a (HDF5), and its users include it themselves.
  */
 #ifndef VOLTGATE_H
 #define VOLTGATE_H
@@ -12,6 +14,5 @@
 #include "voltgate/quant.h"
 #include "voltgate/reference.h"
 #include "voltgate/runtime.h"
-#include "voltgate/golden.h"
 
 #endif

@@ -33,7 +33,7 @@ FUZZ_ALL := $(patsubst suites/fuzz/%.c,%,$(wildcard suites/fuzz/fuzz_*.c))
 FUZZ_TARGETS ?= $(FUZZ_ALL)
 
 # Same sources as the library, CPU-only: cuda_absent.c stands in for kernels/cuda/.
-FUZZ_LIB_SRCS := $(wildcard kernels/*.c kernels/cpu/*.c runtime/*.c golden/*.c)
+FUZZ_LIB_SRCS := $(wildcard kernels/*.c kernels/cpu/*.c kernels/util/*.c runtime/*.c golden/*.c)
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_LIB := $(FUZZ_BUILD)/lib/libvoltgate-fuzz.a
 FUZZ_BINS := $(FUZZ_ALL:%=$(FUZZ_BUILD)/bin/%)
