@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "family.h"
 #include "golden_recipe.h"
 #include "prng.h"
 #include "voltgate/formats.h"
@@ -153,17 +154,18 @@ vg_status vg_golden_synth_x(uint64_t seed, const char *case_name, int32_t m, int
 /* ---- tolerances -------------------------------------------------------------------- */
 
 /* SCHEMA.md, "Tolerances", gives the reasoning behind these numbers. */
-#define TOL_FP16_F32OUT 1e-4      /* exact weights: FP32 accumulation order only */
-#define TOL_SCALED_F32OUT 1e-3    /* weights may be rounded to FP16 in registers */
+#define TOL_FP16_F32OUT 1e-4      /* VG_TOL_EXACT (fp16): FP32 accumulation order only */
+#define TOL_SCALED_F32OUT 1e-3    /* VG_TOL_SCALED: weights may be rounded to FP16 in registers */
 #define TOL_F16_OUTPUT_EXTRA 1e-3 /* FP16 output rounding, 2^-11 relative per element */
 #define MAX_ABS_FACTOR 4.0        /* tol_max_abs = 4 * tol_rel_rms * max|y_ref| */
 
 vg_status vg_golden_tolerance(vg_family f, vg_dtype yt, double *tol_rel_rms,
                               double *max_abs_factor)
 {
-    if (!vg_family_name(f) || !tol_rel_rms || !max_abs_factor)
+    const vg_family_desc *d = vg_family_desc_of(f);
+    if (!d || !tol_rel_rms || !max_abs_factor)
         return vg_fail(VG_ERR_INVALID_ARG, "tolerance: invalid family %d", (int)f);
-    double t = f == VG_FAMILY_FP16 ? TOL_FP16_F32OUT : TOL_SCALED_F32OUT;
+    double t = d->tol == VG_TOL_EXACT ? TOL_FP16_F32OUT : TOL_SCALED_F32OUT;
     if (yt == VG_DTYPE_F16)
         t += TOL_F16_OUTPUT_EXTRA;
     *tol_rel_rms = t;
@@ -364,7 +366,7 @@ vg_status vg_golden_generate(const vg_golden_gen_args *a, vg_golden_file *out)
     f->w_q = qw.q;
     f->w_scale = qw.scale;
     f->w_zero = qw.zero;
-    f->w_tensor_scale = a->family == VG_FAMILY_NVFP4 ? qw.w.tensor_scale : 1.0f;
+    f->w_tensor_scale = qw.w.tensor_scale; /* 1.0 unless the family has one */
     vg_weight wt = vg_golden_weight(f);
     if ((st = vg_dequantize(&wt, f->w_dequant)) != VG_OK) {
         vg_golden_free(f);

@@ -2,6 +2,8 @@
  * reads.  A new family is one row here (and its enumerator in types.h). */
 #include "family.h"
 
+#include <string.h>
+
 /* Warm-up fills (see types.h for the encodings): */
 #define FILL_FP16_TENTH 0x2E66u      /* FP16 0.1 */
 #define FILL_E4M3_HALF 0x30u         /* E4M3 0.5 */
@@ -69,6 +71,17 @@ uint32_t vg_family_mask_with_scale(vg_scale_rule rule)
         if (families[f].scale_rule == rule)
             mask |= VG_FAMILY_BIT(f);
     return mask;
+}
+
+void vg_family_fill_bytes(const vg_family_unit *u, unsigned char out[4])
+{
+    uint8_t b8 = (uint8_t)u->fill;
+    uint16_t b16 = (uint16_t)u->fill;
+    uint32_t b32 = u->fill;
+    const void *src = u->bytes == 1 ? (const void *)&b8
+                    : u->bytes == 2 ? (const void *)&b16
+                                    : (const void *)&b32;
+    memcpy(out, src, u->bytes <= 4 ? u->bytes : 4);
 }
 
 int vg_family_has_tensor_scale(vg_family f)

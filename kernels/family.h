@@ -74,6 +74,10 @@ int32_t vg_family_elems_per_unit(const vg_family_desc *d);
 /* The families whose scale follows `rule`, as a VG_FAMILY_BIT mask. */
 uint32_t vg_family_mask_with_scale(vg_scale_rule rule);
 
+/* The warm-up fill of one unit as it lies in memory: u->bytes bytes of
+ * out (none when the family has no such buffer). */
+void vg_family_fill_bytes(const vg_family_unit *u, unsigned char out[4]);
+
 /* 1 when family f carries a tensor scale (nvfp4); 0 otherwise or when f is
  * invalid. */
 int vg_family_has_tensor_scale(vg_family f);

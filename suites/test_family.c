@@ -202,15 +202,11 @@ static void rows_match_the_design(void **state)
                          VG_FAMILY_BIT(VG_FAMILY_NVFP4));
 }
 
-/* Fills buf with copies of one unit's fill value, as the warm-up does. */
+/* Fills buf with copies of one unit's fill, as the warm-up does. */
 static void fill_units(void *buf, size_t bytes, const vg_family_unit *u)
 {
     unsigned char unit[4];
-    uint8_t b8 = (uint8_t)u->fill;
-    uint16_t b16 = (uint16_t)u->fill;
-    uint32_t b32 = u->fill;
-    memcpy(unit, u->bytes == 1 ? (void *)&b8 : u->bytes == 2 ? (void *)&b16 : (void *)&b32,
-           u->bytes);
+    vg_family_fill_bytes(u, unit);
     for (size_t i = 0; i < bytes; i++)
         ((unsigned char *)buf)[i] = unit[i % u->bytes];
 }
