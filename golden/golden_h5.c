@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "family.h"
 #include "fileio.h"
 #include "golden_h5.h"
 #include "sha256.h"
@@ -120,29 +121,31 @@ vg_status golden_fail(const char *file, vg_status s, const char *fmt, ...)
 
 /* ---- element formats of each family ---------------------------------------------- */
 
-/* Element type of w_q and w_scale for a family, and the element counts of
- * their last dimension per row. */
+/* Element type of w_q, w_scale and w_zero of a family: its unit in the
+ * family table (kernels/family.c), which holds SCHEMA.md's formats. */
+static elem_type unit_type(const vg_family_unit *u)
+{
+    if (!u->bytes)
+        return (elem_type){0, 0, 1, "?"};
+    return (elem_type){u->is_float, u->is_float, u->bytes, u->format};
+}
+
 elem_type golden_wq_type(vg_family f)
 {
-    switch (f) {
-    case VG_FAMILY_FP16: return (elem_type){0, 0, 2, "fp16"};
-    case VG_FAMILY_FP8: return (elem_type){0, 0, 1, "e4m3"};
-    case VG_FAMILY_AWQ: return (elem_type){0, 0, 4, "awq_int4x8"};
-    case VG_FAMILY_MXFP4:
-    case VG_FAMILY_NVFP4: return (elem_type){0, 0, 1, "e2m1x2"};
-    default: return (elem_type){0, 0, 1, "?"};
-    }
+    const vg_family_desc *d = vg_family_desc_of(f);
+    return d ? unit_type(&d->q) : (elem_type){0, 0, 1, "?"};
 }
 
 elem_type golden_wscale_type(vg_family f)
 {
-    switch (f) {
-    case VG_FAMILY_FP8: return (elem_type){1, 1, 4, "f32"};
-    case VG_FAMILY_AWQ: return (elem_type){0, 0, 2, "fp16"};
-    case VG_FAMILY_MXFP4: return (elem_type){0, 0, 1, "e8m0"};
-    case VG_FAMILY_NVFP4: return (elem_type){0, 0, 1, "e4m3"};
-    default: return (elem_type){0, 0, 1, "?"};
-    }
+    const vg_family_desc *d = vg_family_desc_of(f);
+    return d ? unit_type(&d->scale) : (elem_type){0, 0, 1, "?"};
+}
+
+elem_type golden_wzero_type(vg_family f)
+{
+    const vg_family_desc *d = vg_family_desc_of(f);
+    return d ? unit_type(&d->zero) : (elem_type){0, 0, 1, "?"};
 }
 
 hid_t golden_h5_mem_type(const elem_type *t)

@@ -78,9 +78,11 @@ static const elem_type T_F32 = {1, 1, 4, "f32"};
 static const elem_type T_I32 = {0, 1, 4, "i32"};
 static const elem_type T_FP16 = {0, 0, 2, "fp16"};
 
-/* Element type of w_q and w_scale for a family. */
+/* Element type of w_q, w_scale and w_zero for a family (from the family
+ * table; {0, 0, 1, "?"} where the family has no such dataset). */
 elem_type golden_wq_type(vg_family f);
 elem_type golden_wscale_type(vg_family f);
+elem_type golden_wzero_type(vg_family f);
 /* The in-memory HDF5 type of an element type. */
 hid_t golden_h5_mem_type(const elem_type *t);
 

@@ -81,7 +81,7 @@ vg_status golden_import_finish_float(imp *im)
         f->w_q = q.q;
         f->w_scale = q.scale;
         f->w_zero = q.zero;
-        f->w_tensor_scale = f->family == VG_FAMILY_NVFP4 ? q.w.tensor_scale : 1.0f;
+        f->w_tensor_scale = q.w.tensor_scale; /* 1.0 unless the family has one */
         if (!(f->w_dequant = malloc(elems * sizeof(float))))
             return vg_fail(VG_ERR_NO_MEMORY, "import: out of memory");
         vg_weight w = vg_golden_weight(f);

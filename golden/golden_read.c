@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "family.h"
 #include "fileio.h"
 #include "golden_h5.h"
 #include "sha256.h"
@@ -36,7 +37,7 @@ vg_weight vg_golden_weight(const vg_golden_file *f)
     w.q = f->w_q;
     w.scale = f->w_scale;
     w.zero = f->w_zero;
-    w.tensor_scale = f->family == VG_FAMILY_NVFP4 ? f->w_tensor_scale : 1.0f;
+    w.tensor_scale = vg_family_has_tensor_scale(f->family) ? f->w_tensor_scale : 1.0f;
     return w;
 }
 
@@ -93,7 +94,7 @@ static vg_status rebuild_recipe(reader *r, vg_golden_file *f)
         static const char *const names[] = {"w_q", "w_scale", "w_zero", "w_tensor_scale",
                                             "w_dequant"};
         const int present[] = {1, f->layout.scale_bytes > 0, f->layout.zero_bytes > 0,
-                               f->family == VG_FAMILY_NVFP4, 1};
+                               vg_family_has_tensor_scale(f->family), 1};
         for (int i = 0; i < 5; i++) {
             if (!present[i])
                 continue;
@@ -117,7 +118,7 @@ static vg_status rebuild_recipe(reader *r, vg_golden_file *f)
         st = check_recipe_hash(r, "w_scale", f->w_scale, G * f->layout.scale_bytes);
     if (st == VG_OK && f->layout.zero_bytes)
         st = check_recipe_hash(r, "w_zero", f->w_zero, G * f->layout.zero_bytes);
-    if (st == VG_OK && f->family == VG_FAMILY_NVFP4)
+    if (st == VG_OK && vg_family_has_tensor_scale(f->family))
         st = check_recipe_hash(r, "w_tensor_scale", &f->w_tensor_scale, sizeof(float));
     if (st == VG_OK)
         st = check_recipe_hash(r, "w_dequant", f->w_dequant, elems * sizeof(float));
@@ -135,16 +136,17 @@ typedef struct weight_set {
 static int weight_sets(const vg_golden_file *f, weight_set *out)
 {
     const hsize_t G = (hsize_t)f->groups, N = (hsize_t)f->n, K = (hsize_t)f->k;
-    const elem_type tq = golden_wq_type(f->family), ts = golden_wscale_type(f->family);
+    const elem_type tq = golden_wq_type(f->family), ts = golden_wscale_type(f->family),
+                    tz = golden_wzero_type(f->family);
     int n = 0;
     out[n++] = (weight_set){"w_q", tq, 3, {G, N, (hsize_t)(f->layout.q_bytes / (size_t)N / tq.size)}};
     if (f->layout.scale_bytes)
         out[n++] = (weight_set){"w_scale", ts, 3,
                                 {G, (hsize_t)f->layout.scale_rows, (hsize_t)f->layout.scale_cols}};
     if (f->layout.zero_bytes)
-        out[n++] = (weight_set){"w_zero", T_FP16, 3,
+        out[n++] = (weight_set){"w_zero", tz, 3,
                                 {G, (hsize_t)f->layout.scale_rows, (hsize_t)f->layout.scale_cols}};
-    if (f->family == VG_FAMILY_NVFP4)
+    if (vg_family_has_tensor_scale(f->family))
         out[n++] = (weight_set){"w_tensor_scale", T_F32, 1, {1, 0, 0}};
     out[n++] = (weight_set){"w_dequant", T_F32, 3, {G, N, K}};
     return n;

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "family.h"
 #include "fileio.h"
 #include "golden_h5.h"
 #include "sha256.h"
@@ -313,7 +314,9 @@ vg_status vg_golden_write(const char *file, const vg_golden_file *f)
     put_i32(&w, root, "cases", f->ncases);
 
     /* the weight */
-    const elem_type tq = golden_wq_type(f->family), ts = golden_wscale_type(f->family);
+    const elem_type tq = golden_wq_type(f->family), ts = golden_wscale_type(f->family),
+                    tz = golden_wzero_type(f->family);
+    const int has_ts = vg_family_has_tensor_scale(f->family);
     hsize_t dq[3] = {G, N, (hsize_t)(lay.q_bytes / (size_t)N / tq.size)};
     hsize_t dsc[3] = {G, (hsize_t)lay.scale_rows, (hsize_t)lay.scale_cols};
     hsize_t dw[3] = {G, N, K}, one = 1;
@@ -322,8 +325,8 @@ vg_status vg_golden_write(const char *file, const vg_golden_file *f)
         if (lay.scale_bytes)
             put_dataset(&w, root, root, "w_scale", &ts, 3, dsc, f->w_scale);
         if (lay.zero_bytes)
-            put_dataset(&w, root, root, "w_zero", &T_FP16, 3, dsc, f->w_zero);
-        if (f->family == VG_FAMILY_NVFP4)
+            put_dataset(&w, root, root, "w_zero", &tz, 3, dsc, f->w_zero);
+        if (has_ts)
             put_dataset(&w, root, root, "w_tensor_scale", &T_F32, 1, &one, &f->w_tensor_scale);
         put_dataset(&w, root, root, "w_dequant", &T_F32, 3, dw, f->w_dequant);
     } else {
@@ -339,7 +342,7 @@ vg_status vg_golden_write(const char *file, const vg_golden_file *f)
             vg_sha256_hex(f->w_zero, (size_t)G * lay.zero_bytes, hex);
             put_str(&w, root, "sha256_w_zero", hex);
         }
-        if (f->family == VG_FAMILY_NVFP4) {
+        if (has_ts) {
             vg_sha256_hex(&f->w_tensor_scale, sizeof(float), hex);
             put_str(&w, root, "sha256_w_tensor_scale", hex);
         }

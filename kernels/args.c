@@ -4,6 +4,8 @@
  */
 #include "kernels.h"
 
+#include "family.h"
+
 #include <math.h>
 #include <stdint.h>
 
@@ -20,9 +22,10 @@ vg_status vg_gemm_check_args(const vg_gemm_args *a)
     if ((unsigned)a->path >= VG_PATH_COUNT)
         return vg_fail(VG_ERR_INVALID_ARG, "gemm: invalid path %d", (int)a->path);
     const vg_weight *w = &a->w;
-    if ((unsigned)w->family >= VG_FAMILY_COUNT)
+    const vg_family_desc *d = vg_family_desc_of(w->family);
+    if (!d)
         return vg_fail(VG_ERR_INVALID_ARG, "gemm: invalid family %d", (int)w->family);
-    const char *fam = vg_family_name(w->family);
+    const char *fam = d->name;
     if (a->m < 0)
         return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: M=%d is negative", fam, (int)a->m);
     if (w->n <= 0 || w->k <= 0)
@@ -44,18 +47,19 @@ vg_status vg_gemm_check_args(const vg_gemm_args *a)
         return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: weight scales (w.scale) are NULL", fam);
     if (lay.zero_bytes && !w->zero)
         return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: weight zero points (w.zero) are NULL", fam);
-    /* Element alignment of each buffer (the CUDA kernels load wider). */
-    size_t q_align = w->family == VG_FAMILY_FP16 ? 2 : w->family == VG_FAMILY_AWQ ? 4 : 1;
-    size_t s_align = w->family == VG_FAMILY_FP8 ? 4 : w->family == VG_FAMILY_AWQ ? 2 : 1;
+    /* Unit alignment of each buffer (the CUDA kernels load wider). */
+    size_t q_align = d->q.bytes, s_align = d->scale.bytes ? d->scale.bytes : 1,
+           z_align = d->zero.bytes ? d->zero.bytes : 1;
     if (misaligned(w->q, q_align))
         return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: w.q is not %zu-byte aligned", fam, q_align);
     if (w->scale && misaligned(w->scale, s_align))
         return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: w.scale is not %zu-byte aligned", fam,
                        s_align);
-    if (w->zero && misaligned(w->zero, 2))
-        return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: w.zero is not 2-byte aligned", fam);
-    if (w->family == VG_FAMILY_NVFP4 && !(isfinite(w->tensor_scale) && w->tensor_scale > 0.0f))
-        return vg_fail(VG_ERR_INVALID_ARG, "gemm nvfp4: tensor_scale %g must be finite and > 0",
+    if (w->zero && misaligned(w->zero, z_align))
+        return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: w.zero is not %zu-byte aligned", fam,
+                       z_align);
+    if (d->tensor_scale && !(isfinite(w->tensor_scale) && w->tensor_scale > 0.0f))
+        return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: tensor_scale %g must be finite and > 0", fam,
                        (double)w->tensor_scale);
     if (a->y_dtype != VG_DTYPE_F32 && a->y_dtype != VG_DTYPE_F16)
         return vg_fail(VG_ERR_INVALID_ARG, "gemm %s: invalid output dtype %d", fam,

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "family.h"
 #include "voltgate/formats.h"
 
 static int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
@@ -55,9 +56,10 @@ vg_status vg_weight_check(const vg_weight *w, const char *what)
         return vg_fail(VG_ERR_INVALID_ARG, "%s: %s weight scales are NULL", what, fam);
     if (lay.zero_bytes && !w->zero)
         return vg_fail(VG_ERR_INVALID_ARG, "%s: %s weight zero points are NULL", what, fam);
-    if (w->family == VG_FAMILY_NVFP4 && !(isfinite(w->tensor_scale) && w->tensor_scale > 0.0f))
-        return vg_fail(VG_ERR_INVALID_ARG, "%s: nvfp4 tensor_scale %g must be finite and > 0",
-                       what, (double)w->tensor_scale);
+    if (vg_family_has_tensor_scale(w->family) &&
+        !(isfinite(w->tensor_scale) && w->tensor_scale > 0.0f))
+        return vg_fail(VG_ERR_INVALID_ARG, "%s: %s tensor_scale %g must be finite and > 0", what,
+                       fam, (double)w->tensor_scale);
     return VG_OK;
 }
 

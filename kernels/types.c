@@ -2,16 +2,18 @@
  * shares. */
 #include "voltgate/types.h"
 
+#include <stdio.h>
 #include <string.h>
 
-static const char *const family_names[VG_FAMILY_COUNT] = {
-    "fp16", "awq", "fp8", "mxfp4", "nvfp4"};
+#include "family.h"
+
 static const char *const path_names[VG_PATH_COUNT] = {
     "dense", "grouped", "loop", "moe"};
 
 const char *vg_family_name(vg_family f)
 {
-    return (unsigned)f < VG_FAMILY_COUNT ? family_names[f] : NULL;
+    const vg_family_desc *d = vg_family_desc_of(f);
+    return d ? d->name : NULL;
 }
 
 const char *vg_path_name(vg_path p)
@@ -21,14 +23,20 @@ const char *vg_path_name(vg_path p)
 
 vg_status vg_family_parse(const char *name, vg_family *out)
 {
-    for (int i = 0; name && i < VG_FAMILY_COUNT; i++)
-        if (strcmp(name, family_names[i]) == 0) {
+    char expected[128] = "";
+    size_t used = 0;
+    for (int i = 0; i < VG_FAMILY_COUNT; i++) {
+        const char *fam = vg_family_desc_of((vg_family)i)->name;
+        if (name && strcmp(name, fam) == 0) {
             *out = (vg_family)i;
             return VG_OK;
         }
-    return vg_fail(VG_ERR_NOT_FOUND,
-                   "unknown family '%s' (expected fp16, awq, fp8, mxfp4 or nvfp4)",
-                   name ? name : "(null)");
+        if (used < sizeof expected)
+            used += (size_t)snprintf(expected + used, sizeof expected - used, "%s%s",
+                                     i == 0 ? "" : i + 1 < VG_FAMILY_COUNT ? ", " : " or ", fam);
+    }
+    return vg_fail(VG_ERR_NOT_FOUND, "unknown family '%s' (expected %s)",
+                   name ? name : "(null)", expected);
 }
 
 vg_status vg_path_parse(const char *name, vg_path *out)
@@ -45,47 +53,39 @@ vg_status vg_path_parse(const char *name, vg_path *out)
 
 static int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
 
+/* The layout follows the family's row (kernels/family.h): w_q holds
+ * elems_per_unit elements per unit along K, the scale array follows the
+ * scale rule, the zero points share its shape. */
 vg_status vg_weight_layout_of(vg_family f, int32_t n, int32_t k, vg_weight_layout *out)
 {
     if (!out || n <= 0 || k <= 0)
         return vg_fail(VG_ERR_INVALID_ARG, "weight layout: N=%d K=%d must be positive",
                        (int)n, (int)k);
+    const vg_family_desc *d = vg_family_desc_of(f);
+    if (!d)
+        return vg_fail(VG_ERR_INVALID_ARG, "weight layout: invalid family %d", (int)f);
     memset(out, 0, sizeof *out);
-    size_t nk = (size_t)n * (size_t)k;
-    switch (f) {
-    case VG_FAMILY_FP16:
-        out->q_bytes = nk * 2;
+    int32_t per_unit = vg_family_elems_per_unit(d);
+    if (k % per_unit)
+        return vg_fail(VG_ERR_UNSUPPORTED, "%s: K=%d is not a multiple of %d", d->name, (int)k,
+                       (int)per_unit);
+    out->q_bytes = (size_t)n * (size_t)(k / per_unit) * d->q.bytes;
+    switch (d->scale_rule) {
+    case VG_SCALE_NONE:
         return VG_OK;
-    case VG_FAMILY_FP8:
-        out->q_bytes = nk;
-        out->scale_rows = ceil_div(n, VG_FP8_BLOCK);
-        out->scale_cols = ceil_div(k, VG_FP8_BLOCK);
-        out->scale_bytes = (size_t)out->scale_rows * (size_t)out->scale_cols * sizeof(float);
-        return VG_OK;
-    case VG_FAMILY_AWQ:
-        if (k % 8)
-            return vg_fail(VG_ERR_UNSUPPORTED, "awq: K=%d is not a multiple of 8", (int)k);
-        out->q_bytes = nk / 2;
+    case VG_SCALE_ROW_GROUP:
         out->scale_rows = n;
-        out->scale_cols = ceil_div(k, VG_AWQ_GROUP);
-        out->scale_bytes = (size_t)n * (size_t)out->scale_cols * 2;
-        out->zero_bytes = out->scale_bytes;
-        return VG_OK;
-    case VG_FAMILY_MXFP4:
-    case VG_FAMILY_NVFP4: {
-        if (k % 2)
-            return vg_fail(VG_ERR_UNSUPPORTED, "%s: K=%d is not even", vg_family_name(f), (int)k);
-        int32_t group = f == VG_FAMILY_MXFP4 ? VG_MXFP4_GROUP : VG_NVFP4_GROUP;
-        out->q_bytes = nk / 2;
-        out->scale_rows = n;
-        out->scale_cols = ceil_div(k, group);
-        out->scale_bytes = (size_t)n * (size_t)out->scale_cols;
-        return VG_OK;
-    }
-    case VG_FAMILY_COUNT:
+        out->scale_cols = ceil_div(k, d->group);
+        break;
+    case VG_SCALE_BLOCK:
+        out->scale_rows = ceil_div(n, d->group);
+        out->scale_cols = ceil_div(k, d->group);
         break;
     }
-    return vg_fail(VG_ERR_INVALID_ARG, "weight layout: invalid family %d", (int)f);
+    size_t scales = (size_t)out->scale_rows * (size_t)out->scale_cols;
+    out->scale_bytes = scales * d->scale.bytes;
+    out->zero_bytes = scales * d->zero.bytes;
+    return VG_OK;
 }
 
 int32_t vg_gemm_max_group_rows(const vg_gemm_args *a)

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "family.h"
 #include "internal.h"
 
 /* Fills `bytes` of device memory at dst with a repeating pattern. */
@@ -87,28 +88,16 @@ vg_status vg_layer_buffers_alloc(vg_device *dev, const vg_layer *layer,
     size_t x_bytes = rows * (size_t)layer->k * 2, y_bytes = rows * (size_t)layer->n * 4;
     size_t off_count = (size_t)max_rows_per_group * (g + 1);
 
-    /* Non-zero codes and valid scales of each family (see types.h). */
-    static const uint16_t fp16_tenth = 0x2E66;          /* 0.1 */
-    static const uint8_t fp8_half = 0x30;               /* E4M3 0.5 */
-    static const uint32_t awq_nines = 0x99999999u;      /* INT4 9 everywhere */
-    static const uint16_t awq_scale = 0x211F;           /* FP16 0.01 */
-    static const uint16_t awq_zero = 0x4800;            /* FP16 8.0 */
-    static const uint8_t fp4_ones = 0x22;               /* two E2M1 1.0 */
-    static const uint8_t e8m0_one = 0x7F;               /* 2^0 */
-    static const uint8_t e4m3_one = 0x38;               /* 1.0 */
-    static const float one = 1.0f;
-    const void *qpat = NULL, *spat = NULL, *zpat = NULL;
-    size_t qlen = 1, slen = 1, zlen = 1;
-    switch (layer->family) {
-    case VG_FAMILY_FP16: qpat = &fp16_tenth; qlen = 2; break;
-    case VG_FAMILY_FP8: qpat = &fp8_half; spat = &one; slen = 4; break;
-    case VG_FAMILY_AWQ:
-        qpat = &awq_nines; qlen = 4; spat = &awq_scale; slen = 2; zpat = &awq_zero; zlen = 2;
-        break;
-    case VG_FAMILY_MXFP4: qpat = &fp4_ones; spat = &e8m0_one; break;
-    case VG_FAMILY_NVFP4: qpat = &fp4_ones; spat = &e4m3_one; break;
-    case VG_FAMILY_COUNT: break;
-    }
+    /* Non-zero codes and valid scales of each family (the family table's
+     * fills; test_family checks that they dequantize to finite, non-zero
+     * weights); X is FP16 0.1 everywhere. */
+    static const uint16_t fp16_tenth = 0x2E66;
+    const vg_family_desc *d = vg_family_desc_of(layer->family);
+    unsigned char qpat[4], spat[4], zpat[4];
+    size_t qlen = d->q.bytes, slen = d->scale.bytes, zlen = d->zero.bytes;
+    vg_family_fill_bytes(&d->q, qpat);
+    vg_family_fill_bytes(&d->scale, spat);
+    vg_family_fill_bytes(&d->zero, zpat);
 
     if ((st = vg_device_alloc(dev, lay.q_bytes * g, &b->q)) != VG_OK ||
         (st = fill(dev, b->q, lay.q_bytes * g, qpat, qlen)) != VG_OK)
