@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "family.h"
+#include "voltgate/family.h"
 #include "golden_recipe.h"
 #include "prng.h"
 #include "voltgate/formats.h"

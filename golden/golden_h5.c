@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "family.h"
+#include "voltgate/family.h"
 #include "fileio.h"
 #include "golden_h5.h"
 #include "sha256.h"

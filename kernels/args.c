@@ -4,7 +4,7 @@
  */
 #include "kernels.h"
 
-#include "family.h"
+#include "voltgate/family.h"
 
 #include <math.h>
 #include <stdint.h>

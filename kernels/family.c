@@ -1,6 +1,6 @@
-/* The family table (kernels/family.h): every per-family fact the host code
+/* The family table (include/voltgate/family.h): every per-family fact the host code
  * reads.  A new family is one row here (and its enumerator in types.h). */
-#include "family.h"
+#include "voltgate/family.h"
 
 #include <string.h>
 

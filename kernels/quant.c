@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "family.h"
+#include "voltgate/family.h"
 #include "voltgate/formats.h"
 
 static int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }

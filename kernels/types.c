@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "family.h"
+#include "voltgate/family.h"
 
 static const char *const path_names[VG_PATH_COUNT] = {
     "dense", "grouped", "loop", "moe"};
@@ -53,7 +53,7 @@ vg_status vg_path_parse(const char *name, vg_path *out)
 
 static int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
 
-/* The layout follows the family's row (kernels/family.h): w_q holds
+/* The layout follows the family's row (include/voltgate/family.h): w_q holds
  * elems_per_unit elements per unit along K, the scale array follows the
  * scale rule, the zero points share its shape. */
 vg_status vg_weight_layout_of(vg_family f, int32_t n, int32_t k, vg_weight_layout *out)

@@ -29,7 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "family.h"
+#include "voltgate/family.h"
 #include "internal.h"
 
 /* Fills `bytes` of device memory at dst with a repeating pattern. */

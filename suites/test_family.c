@@ -1,5 +1,5 @@
 /*
- * The family table (kernels/family.h) against facts written down elsewhere:
+ * The family table (include/voltgate/family.h) against facts written down elsewhere:
  * the names and the format table of /work/shared/DESIGN.md ("Weight
  * families") and include/voltgate/types.h's layout comment, the golden
  * datasets' `format` attributes of golden/SCHEMA.md.  Every expected number
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "family.h"
+#include "voltgate/family.h"
 #include "vgtest.h"
 #include "voltgate/quant.h"
 #include "voltgate/types.h"

@@ -1,5 +1,6 @@
 /*
- * The weight families as data: one row per family (kernels/family.c) that the
+ * The weight families as data (public: an engine may read a family's facts
+ * too): one row per family (kernels/family.c) that the
  * host code reads instead of switching on the family.  What a row says is
  * what include/voltgate/types.h's layout comment and golden/SCHEMA.md's
  * family table say in prose; suites/test_family.c checks the rows against
