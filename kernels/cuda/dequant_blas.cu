@@ -80,13 +80,19 @@ __global__ void __launch_bounds__(256) vg_dequant_f16_kernel(KWeight w, int g, _
         if (whole && row_vec) {
             Deq::decode16(src, s, h);
         } else {
-            /* A row's tail (or an unaligned row): its bytes, zero past K. */
-            uint4 raw[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
-            uint8_t *r = reinterpret_cast<uint8_t *>(raw);
+            /* A row's tail (or an unaligned row): its bytes, zero past K.
+             * Unrolled with constant indices, so the words stay in
+             * registers (a byte array indexed at run time would put this
+             * and the fast path's arrays into local memory). */
+            uint32_t word[8] = {0, 0, 0, 0, 0, 0, 0, 0};
             const int have = ((whole ? kChunk : w.k - k) * Deq::kBits + 7) / 8;
-            for (int b = 0; b < have && b < kBytes; b++)
-                r[b] = src[b];
-            Deq::decode16(r, s, h);
+#pragma unroll
+            for (int b = 0; b < kBytes; b++)
+                if (b < have)
+                    word[b / 4] |= (uint32_t)src[b] << (8 * (b % 4));
+            const uint4 raw[2] = {make_uint4(word[0], word[1], word[2], word[3]),
+                                  make_uint4(word[4], word[5], word[6], word[7])};
+            Deq::decode16(reinterpret_cast<const uint8_t *>(raw), s, h);
         }
         const float post = (Deq::kPostScale ? Deq::postscale(w, g, n, k / Deq::kScaleK) : 1.0f) * epi;
         uint32_t o[8];
@@ -101,9 +107,10 @@ __global__ void __launch_bounds__(256) vg_dequant_f16_kernel(KWeight w, int g, _
             reinterpret_cast<uint4 *>(dst)[0] = make_uint4(o[0], o[1], o[2], o[3]);
             reinterpret_cast<uint4 *>(dst)[1] = make_uint4(o[4], o[5], o[6], o[7]);
         } else {
-            const __half *e = reinterpret_cast<const __half *>(o);
-            for (int j = 0; j < kChunk && k + j < w.k; j++)
-                dst[j] = e[j];
+#pragma unroll
+            for (int j = 0; j < kChunk; j++)
+                if (k + j < w.k)
+                    dst[j] = __ushort_as_half((unsigned short)(o[j / 2] >> (16 * (j % 2))));
         }
     }
 }
