@@ -353,7 +353,8 @@ static void test_bad_arguments_refused(void **state)
     const vg_plan *split = NULL;
     for (size_t i = 0; i < vg_cuda_plan_count(); i++) {
         const vg_plan *p = vg_cuda_plan_at(i);
-        if (p->path == VG_PATH_DENSE && p->split_k > 1 && p->max_rows == 16)
+        if (p->path == VG_PATH_DENSE && p->kind == VG_KIND_DECODE && p->split_k > 1 &&
+            p->tile_m == 16)
             split = p;
     }
     assert_non_null(split);
@@ -371,10 +372,11 @@ static void test_bad_arguments_refused(void **state)
     a.workspace_bytes = 0;
     expect_refused(&d, split, &a, VG_ERR_INVALID_ARG, "no workspace");
     tc_free(&d);
-    /* Rows above the plan's max_rows: 17 rows on a 16-row plan. */
+    /* Rows above the plan's max_rows (a 16-row tile that takes up to 64). */
+    assert_true(split->max_rows >= 16);
     tc_case big;
-    tc_make(&big, VG_FAMILY_FP8, VG_PATH_DENSE, 17, 128, 256, 1, NULL, 6);
-    expect_refused(&big, split, &big.args, VG_ERR_UNSUPPORTED, "17 rows on a 16-row plan");
+    tc_make(&big, VG_FAMILY_FP8, VG_PATH_DENSE, split->max_rows + 1, 128, 256, 1, NULL, 6);
+    expect_refused(&big, split, &big.args, VG_ERR_UNSUPPORTED, "rows above the plan's max_rows");
     tc_free(&big);
     tc_free(&c);
 }

@@ -162,9 +162,14 @@ struct CudaPlan {
 
 /* Decode plans: tile_m 8*MT tokens, tile_n 16*NI weight rows, tile_k the
  * 128-long step (a split is a whole number of them), stages the steps in
- * flight per warp (U; half that for fp16). */
+ * flight per warp (U; half that for fp16).  The dense 16-row plans also take
+ * up to 64 rows, one 16-row tile per grid row (the blocks of one N tile run
+ * together, so W comes from DRAM about once and from L2 after): the tuner
+ * times them against the mid tiles there (issue 31). */
+#define DECODE_MAX_ROWS(path, MT) ((MT) == 2 && (path) == VG_PATH_DENSE ? 64 : 8 * (MT))
 #define DECODE(id, path, MT, NI, WK, U, SK)                                                  \
-    {{id, "cuda", path, VG_ALL_FAMILIES, 8 * MT, 16 * NI, 128, U, SK, 8 * MT, VG_KIND_DECODE, 0},\
+    {{id, "cuda", path, VG_ALL_FAMILIES, 8 * MT, 16 * NI, 128, U, SK, DECODE_MAX_ROWS(path, MT), \
+      VG_KIND_DECODE, 0},                                                                    \
      VG_ALL_FAM_DECODE(NI, WK, MT, U)}
 
 #define PLAN(id, path, BM, BN, BK, ST, SK, maxrows, WM, WN, WK)                               \
