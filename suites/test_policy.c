@@ -40,6 +40,27 @@ static void canonical_form(void **state)
     assert_true(default_hash() == fnv("voltgate-policy-v1;default"));
 }
 
+/* dequant_workspace_max_mib changes which plans are offered: set, it
+ * appends "<path>=<MiB>;" to the canonical string (POLICY.md); unset (or
+ * null), every config keeps the hash it had before the field existed. */
+static void dequant_cap_salts_hash_only_when_set(void **state)
+{
+    (void)state;
+    static const char base[] = "voltgate-policy-v1;"
+                               "sm70_fp8.native.fp8_grouped_bmm_decode=1;"
+                               "sm70_fp8.native.fp8_tune_small_shapes=1;"
+                               "sm70_fp8.native.fp8_coordinated_tuning=0;";
+    assert_true(hash_of("{\"sm70_fp8\":{\"native\":{\"dequant_workspace_max_mib\":null}}}") ==
+                fnv(base));
+    char want[512];
+    snprintf(want, sizeof want, "%ssm70_fp8.native.dequant_workspace_max_mib=512;", base);
+    assert_true(hash_of("{\"sm70_fp8\":{\"native\":{\"dequant_workspace_max_mib\":512}}}") ==
+                fnv(want));
+    snprintf(want, sizeof want, "%ssm70_fp8.native.dequant_workspace_max_mib=0;", base);
+    assert_true(hash_of("{\"sm70_fp8\":{\"native\":{\"dequant_workspace_max_mib\":0}}}") ==
+                fnv(want));
+}
+
 static void key_order_and_whitespace(void **state)
 {
     (void)state;
@@ -219,6 +240,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(canonical_form),
+        cmocka_unit_test(dequant_cap_salts_hash_only_when_set),
         cmocka_unit_test(key_order_and_whitespace),
         cmocka_unit_test(each_kernel_field_changes_hash),
         cmocka_unit_test(other_fields_do_not_change_hash),
