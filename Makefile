@@ -109,8 +109,11 @@ ifeq ($(VG_WITH_CUDA),1)
   NVCC_GENCODE := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
                   -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
   NVCCFLAGS ?= -O3 -lineinfo
+  # -compress-all: nvcc compresses only large device images by default; the
+  # per-family objects' cubins (gemm_<family>.cu, 3-9 MB each) stayed
+  # uncompressed, 82 MB against one compressed 14 MB gemm.cu.o (KERNELS.md D35).
   VG_NVCCFLAGS = $(NVCCFLAGS) -std=c++17 $(NVCC_GENCODE) -Xcompiler=-fPIC,-Wall,-Wextra -Werror=all-warnings \
-               -Iinclude -Ikernels -Ikernels/cuda -Ikernels/util -DVG_WITH_CUDA=1
+               -Xfatbin=-compress-all -Iinclude -Ikernels -Ikernels/cuda -Ikernels/util -DVG_WITH_CUDA=1
   LIB_LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
 endif
 LDLIBS := $(HARNESS_LDLIBS) $(LIB_LDLIBS)
@@ -246,7 +249,7 @@ coverage: deps
 # The Volta build that CUDA 13 cannot make: every CUDA source for sm_70 with
 # a CUDA 12-or-older nvcc (ci/sm70 install gets Debian's 11.8), and every
 # GEMM kernel's SASS checked for the m8n8k4 MMA.  Says "skipped" without
-# such a toolkit.  Not part of check: gemm.cu alone takes 10-13 min on 2 cores.
+# such a toolkit.  Not part of check: about 1.5 min on 2 cores (kernels/cuda/KERNELS.md D35).
 sm70-check:
 	@ci/sm70 build $(BUILD)/sm70; rc=$$?; [ $$rc = 77 ] && exit 0; exit $$rc
 

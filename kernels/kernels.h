@@ -41,6 +41,9 @@ vg_status vg_cuda_device_arch(int ordinal, int *arch);
 size_t vg_cuda_plan_count(void);
 const vg_plan *vg_cuda_plan_at(size_t i);
 const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k);
+/* VG_ERR_INTERNAL, naming it, when the rule can name a plan id the plan
+ * table does not have (the cuda backend's open fails on it). */
+vg_status vg_cuda_plan_table_check(void);
 /* The rule as if the device did not offer the dequantize + cuBLAS kind. */
 const vg_plan *vg_cuda_heuristic_native(vg_family f, vg_path path, int32_t rows, int32_t n,
                                         int32_t k);

@@ -130,7 +130,7 @@ def _bench_cmd_for(row):
            "--json {json}"
 
 
-# A CPU step needs no CUDA build (nvcc on gemm.cu is minutes a step).
+# A CPU step needs no CUDA build (nvcc on the GEMM sources is minutes a step).
 CPU_BUILD_CMD = 'make -j"$(nproc)" CUDA=0 BUILD={build} all'
 
 

@@ -23,7 +23,8 @@ It is an upper bound, not a prediction: latencies, bank conflicts, cache
 misses, tails and launch gaps are not in it.  Calibrate it where a GPU can
 be measured: the same script on the sm_90 listing, beside the bench.
 
-    reports/sass_model.py --object build/sm70/obj/kernels/cuda/gemm.cu.o
+    reports/sass_model.py --object build/sm70/obj/kernels/cuda/gemm_fp8.cu.o \
+        --object build/sm70/obj/kernels/cuda/gemm_nvfp4.cu.o ...
     reports/sass_model.py --arch sm_90 --machine h200 --bandwidth-gbs 4100 LISTING
     reports/sass_model.py LISTING --res-usage RES --json model.json
 
@@ -471,7 +472,9 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     ap.add_argument("listing", nargs="?", help="a cuobjdump -sass listing ('-' for stdin)")
-    ap.add_argument("--object", help="a .o/.cubin: run cuobjdump -sass and -res-usage on it")
+    ap.add_argument("--object", action="append",
+                    help="a .o/.cubin: run cuobjdump -sass and -res-usage on it; repeat it for several "
+                         "objects (the per-family gemm_*.cu.o), read as one listing")
     ap.add_argument("--res-usage", help="a cuobjdump -res-usage listing (registers, spills)")
     ap.add_argument("--arch", choices=sorted(ARCHS),
                     help="the SASS arch (default: from the listing); with a fat binary, the only arch modelled")
@@ -485,14 +488,17 @@ def main(argv=None):
     try:
         if a.object:
             tool = find_cuobjdump()
-            res_text = subprocess.run([tool, "-res-usage", a.object], capture_output=True, text=True,
-                                      check=True).stdout
-            arch_hint = a.arch or arch_of_object(tool, a.object)
+            res_text = "".join(subprocess.run([tool, "-res-usage", o], capture_output=True, text=True,
+                                              check=True).stdout for o in a.object)
+            arch_hint = a.arch or arch_of_object(tool, a.object[0])
             machine = a.machine or default_machine(arch_hint)
-            with subprocess.Popen([tool, "-sass", a.object], stdout=subprocess.PIPE, text=True) as proc:
-                rows = run_model(proc.stdout, res_text, a.arch, machine, a.bandwidth_gbs)
-            if proc.returncode != 0:
-                raise ValueError(f"{tool} -sass {a.object} failed (exit {proc.returncode})")
+            rows = []
+            for o in a.object:
+                with subprocess.Popen([tool, "-sass", o], stdout=subprocess.PIPE, text=True) as proc:
+                    rows += run_model(proc.stdout, res_text, a.arch, machine, a.bandwidth_gbs)
+                if proc.returncode != 0:
+                    raise ValueError(f"{tool} -sass {o} failed (exit {proc.returncode})")
+            rows.sort(key=lambda r: (r["kind"], r["family"], r.get("tile", ""), r["kernel"]))
         elif a.listing:
             res_text = open(a.res_usage, encoding="utf-8").read() if a.res_usage else ""
             f = sys.stdin if a.listing == "-" else open(a.listing, encoding="utf-8")

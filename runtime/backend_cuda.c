@@ -30,6 +30,8 @@ static vg_status cuda_open(int ordinal, void **ctx, int *arch)
         return st;
     if ((st = vg_cuda_set_device(ordinal)) != VG_OK)
         return st;
+    if ((st = vg_cuda_plan_table_check()) != VG_OK)
+        return st;
     /* Makes the device's first cuBLAS handle now, outside any capture; where
      * cuBLAS does not start, the dequantize + cuBLAS plans are not offered
      * (the heuristic skips them, a measurement's trace line says why). */

@@ -516,6 +516,41 @@ static void test_heuristic_fits_every_arch(void **state)
     assert_int_equal(failures, 0);
 }
 
+/* Every plan id the CUDA heuristic can name is in the table: with limits
+ * that no plan fits (0) or only some fit (48 KB), each preference list is
+ * walked to its end, so every id in it is looked up, on every branch of the
+ * rule (blas, rows, N tiers, paths, families); an id the plan list does not
+ * have makes vg_cuda_plan_table_check (which the backend's open calls)
+ * fail, naming it. */
+static void test_heuristic_names_known_plans(void **state)
+{
+    (void)state;
+    if (vg_cuda_plan_count() == 0) {
+        vgtest_skip("built without CUDA");
+    }
+    static const int limits[] = {0, 48 << 10};
+    static const vg_path paths[] = {VG_PATH_DENSE, VG_PATH_GROUPED, VG_PATH_LOOP, VG_PATH_MOE};
+    static const int32_t rows[] = {1, 6, 8, 9, 16, 17, 64, 65, 255, 256, 4096};
+    static const int32_t ns[] = {16, 256, 512, 768, 1024, 3072, 4096, 14336};
+    for (int blas = 0; blas <= 1; blas++)
+        for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++)
+            for (int f = 0; f < VG_FAMILY_COUNT; f++)
+                for (size_t p = 0; p < 4; p++)
+                    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+                        for (size_t n = 0; n < sizeof ns / sizeof ns[0]; n++) {
+                            if (paths[p] == VG_PATH_GROUPED && rows[r] > GROUPED_DECODE_MAX_TOKENS)
+                                continue;
+                            const vg_plan *h = vg_cuda_heuristic_for(
+                                (vg_family)f, paths[p], rows[r], ns[n], 4096, limits[l], blas);
+                            assert_non_null(h);
+                            assert_true(vg_plan_applies(h, (vg_family)f, paths[p], rows[r]));
+                        }
+    vg_status st = vg_cuda_plan_table_check();
+    if (st != VG_OK)
+        print_error("%s\n", vg_last_error());
+    assert_int_equal(st, VG_OK);
+}
+
 /* The bench's stream ceiling (vg_cuda_stream_ceiling) reads what it says:
  * the read rate it implies lies between a fifth of the copy bandwidth and a
  * little above it (a pure read beats a copy's read + write by ~6 % on the
@@ -545,6 +580,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_heuristic_applies),
         cmocka_unit_test(test_heuristic_fits_every_arch),
+        cmocka_unit_test(test_heuristic_names_known_plans),
         cmocka_unit_test(test_e4m3_every_code),
         cmocka_unit_test(test_dense_every_plan),
         cmocka_unit_test(test_dense_fp16_output),

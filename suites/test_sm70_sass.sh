@@ -3,7 +3,7 @@
 # pass only when every GEMM kernel (vg_decode_kernel, vg_gemm_kernel) issues
 # the Volta MMA (HMMA.884), fail naming the kernel that does not, and fail
 # when the listing holds no GEMM kernel at all.  (The sm_70 build itself is
-# `make sm70-check`: 10-13 min, not part of check.)
+# `make sm70-check`: minutes, not part of check.)
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vg-sm70-test.XXXXXX")
@@ -33,6 +33,21 @@ grep -q "^8 $decode\$" "$tmp/good.hmma884" || fail "per-kernel count: $(cat "$tm
 out=$("$here/ci/sm70" check-sass "$tmp/bad.sass" 2>&1); rc=$?
 [ $rc = 1 ] || fail "a GEMM kernel without HMMA.884 passed: exit $rc"
 echo "$out" | grep -q "no HMMA.884: $prefill" || fail "the kernel without HMMA.884 is not named: $out"
+
+# ci/sm70 build checks the listings of all GEMM objects (gemm.cu.o and the
+# per-family gemm_*.cu.o) concatenated: each object's listing has its own
+# header; the kernels of every object count, and one without HMMA.884 in
+# the second object still fails.
+{ printf '\nFatbin elf code:\n================\narch = sm_70\n'; kernel $reduce 0; } >"$tmp/obj1.sass"
+{ printf '\nFatbin elf code:\n================\narch = sm_70\n'; kernel $decode 8; kernel $prefill 4; } >"$tmp/obj2.sass"
+cat "$tmp/obj1.sass" "$tmp/obj2.sass" >"$tmp/objs.sass"
+out=$("$here/ci/sm70" check-sass "$tmp/objs.sass" 2>&1); rc=$?
+[ $rc = 0 ] || fail "concatenated listings of several objects: exit $rc ($out)"
+echo "$out" | grep -q 'all 2 GEMM kernels' || fail "the count over several objects: $out"
+{ printf '\nFatbin elf code:\n================\narch = sm_70\n'; kernel $decode 8; kernel $prefill 0; } >"$tmp/obj3.sass"
+cat "$tmp/obj1.sass" "$tmp/obj3.sass" >"$tmp/objs-bad.sass"
+out=$("$here/ci/sm70" check-sass "$tmp/objs-bad.sass" 2>&1); rc=$?
+[ $rc = 1 ] || fail "a GEMM kernel without HMMA.884 in the second object passed: exit $rc"
 
 kernel $reduce 0 >"$tmp/none.sass"
 "$here/ci/sm70" check-sass "$tmp/none.sass" >/dev/null 2>&1 && fail "a listing without GEMM kernels passed"

@@ -1,7 +1,10 @@
 /*
  * The CUDA plan table, the heuristic rule and the launcher behind
- * vg_cuda_gemm() (kernels.h): every plan is one instantiation of the generic
- * mainloop (gemm_kernel.cuh) per family, selected at run time.
+ * vg_cuda_gemm() (kernels.h): the table is the plan list (plan_list.h) as
+ * vg_plan rows; every plan is one instantiation of a generic mainloop
+ * (decode_kernel.cuh, gemm_kernel.cuh) per family, compiled in that
+ * family's gemm_<family>.cu (plan_kernels.cuh) and selected at run time.
+ * No kernel template is instantiated here.
  *
  * Paths:
  *   dense    one launch, grid (N tiles, M tiles, split).
@@ -16,15 +19,15 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <string.h>
 
 #include <initializer_list>
 
-#include "decode_kernel.cuh"
+#include "plan_kernels.cuh" /* first: dequant.cuh needs cuda_fp16.h */
 #include "dequant_blas.h"
-#include "gemm_kernel.cuh"
 #include "kernels.h"
 
 __global__ void vg_splitk_reduce_kernel(const float *ws, void *y, int y_f16, size_t count,
@@ -42,35 +45,14 @@ __global__ void vg_splitk_reduce_kernel(const float *ws, void *y, int y_f16, siz
     }
 }
 
-namespace {
-
-typedef cudaError_t (*launch_fn)(const KParams &p, dim3 grid, cudaStream_t s);
-
-/* One instantiation: sets its shared-memory limit when it needs more than
- * the default 48 KiB (not a stream operation, so capture-safe) and
- * launches. */
-template <class Deq, int BM, int BN, int BK, int WM, int WN, int WK, int ST>
-cudaError_t launch_one(const KParams &p, dim3 grid, cudaStream_t s)
-{
-    using C = GemmCfg<Deq, BM, BN, BK, WM, WN, WK, ST>;
-    auto kern = vg_gemm_kernel<Deq, BM, BN, BK, WM, WN, WK, ST>;
-    if (C::kSmem > 48 * 1024) {
-        cudaError_t e =
-            cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
-        if (e != cudaSuccess)
-            return e;
-    }
-    kern<<<grid, C::kThreads, C::kSmem, s>>>(p);
-    return cudaGetLastError();
-}
-
 /* Programmatic dependent launch for the decode kernels on SM90+
- * (gemm_kernel.cuh, grid_dep_wait): a decode GEMM is short (a few us) and
- * each launch pays a fixed ramp-up and tail; with the attribute the next
- * launch's blocks start while this one drains and load their first weights
- * before they wait for it.  VG_CUDA_PDL=0 in the environment turns it off
- * (the benchmark's A/B).  The arch is looked up once per device. */
-bool pdl_enabled()
+ * (gemm_kernel.cuh, grid_dep_wait; plan_kernels.cuh launch_decode): a
+ * decode GEMM is short (a few us) and each launch pays a fixed ramp-up and
+ * tail; with the attribute the next launch's blocks start while this one
+ * drains and load their first weights before they wait for it.
+ * VG_CUDA_PDL=0 in the environment turns it off (the benchmark's A/B).  The
+ * arch is looked up once per device. */
+bool vg_cuda_pdl_enabled()
 {
     static const bool env_off = [] {
         const char *e = getenv("VG_CUDA_PDL");
@@ -90,157 +72,57 @@ bool pdl_enabled()
     return m >= 9;
 }
 
-/* The register-streaming decode kernel (decode_kernel.cuh). */
-template <class Deq, int NI, int WK, int MT, int U>
-cudaError_t launch_decode(const KParams &p, dim3 grid, cudaStream_t s)
-{
-    using C = DecodeCfg<Deq, NI, WK, MT, U>;
-    auto kern = vg_decode_kernel<Deq, NI, WK, MT, U>;
-    if (C::kSmem > 48 * 1024) {
-        cudaError_t e =
-            cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
-        if (e != cudaSuccess)
-            return e;
-    }
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(C::kThreads);
-    cfg.dynamicSmemBytes = C::kSmem;
-    cfg.stream = s;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl_enabled() ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, kern, p);
-}
+namespace {
 
-/* mxfp4 and nvfp4 read a step's scales of a row in one load when the
- * scale rows allow it (DeqWords: DeqMXFP4Words, DeqNVFP4Words), byte by
- * byte otherwise (Deq). */
-template <class Deq, class DeqWords, int NI, int WK, int MT, int U>
-cudaError_t launch_decode_scale_words(const KParams &p, dim3 grid, cudaStream_t s)
-{
-    return p.w.scale_vec_ok ? launch_decode<DeqWords, NI, WK, MT, U>(p, grid, s)
-                            : launch_decode<Deq, NI, WK, MT, U>(p, grid, s);
-}
-
-template <class Deq, int NI, int WK, int MT, int U>
-constexpr int smem_of_decode()
-{
-    return DecodeCfg<Deq, NI, WK, MT, U>::kSmem;
-}
-
-template <class Deq, int BM, int BN, int BK, int WM, int WN, int WK, int ST>
-constexpr int smem_of()
-{
-    return GemmCfg<Deq, BM, BN, BK, WM, WN, WK, ST>::kSmem;
-}
+typedef vg_launch_fn launch_fn;
 
 struct CudaPlan {
     vg_plan plan;
-    launch_fn fn[VG_FAMILY_COUNT];  /* indexed by vg_family */
-    int smem[VG_FAMILY_COUNT];
 };
 
-#define VG_ALL_FAM(BM, BN, BK, WM, WN, WK, ST)                                             \
-    {launch_one<DeqFP16, BM, BN, BK, WM, WN, WK, ST>, launch_one<DeqAWQ, BM, BN, BK, WM, WN, WK, ST>, \
-     launch_one<DeqFP8, BM, BN, BK, WM, WN, WK, ST>, launch_one<DeqMXFP4, BM, BN, BK, WM, WN, WK, ST>, \
-     launch_one<DeqNVFP4, BM, BN, BK, WM, WN, WK, ST>},                                    \
-    {smem_of<DeqFP16, BM, BN, BK, WM, WN, WK, ST>(), smem_of<DeqAWQ, BM, BN, BK, WM, WN, WK, ST>(), \
-     smem_of<DeqFP8, BM, BN, BK, WM, WN, WK, ST>(), smem_of<DeqMXFP4, BM, BN, BK, WM, WN, WK, ST>(), \
-     smem_of<DeqNVFP4, BM, BN, BK, WM, WN, WK, ST>()}
+/* Decode plans: tile_m tokens, tile_n weight rows, tile_k the 128-long step
+ * (a split is a whole number of them), stages the steps in flight per warp
+ * (U; half that for fp16), max_rows as the list says. */
+#define ROW_DECODE(path, tile_m, tile_n, WK, U, split, max_rows)                             \
+    {{VG_PLAN_ID_DECODE(path, tile_m, tile_n, WK, U, split), "cuda", VG_PLAN_PATH(path),     \
+      VG_ALL_FAMILIES, tile_m, tile_n, 128, U, split, max_rows, VG_KIND_DECODE, 0}},
 
-#define VG_ALL_FAM_DECODE(NI, WK, MT, U)                                                   \
-    {launch_decode<DeqFP16, NI, WK, MT, U>, launch_decode<DeqAWQ, NI, WK, MT, U>,             \
-     launch_decode<DeqFP8, NI, WK, MT, U>,                                                    \
-     launch_decode_scale_words<DeqMXFP4, DeqMXFP4Words, NI, WK, MT, U>,                       \
-     launch_decode_scale_words<DeqNVFP4, DeqNVFP4Words, NI, WK, MT, U>},                      \
-    {smem_of_decode<DeqFP16, NI, WK, MT, U>(), smem_of_decode<DeqAWQ, NI, WK, MT, U>(),       \
-     smem_of_decode<DeqFP8, NI, WK, MT, U>(), smem_of_decode<DeqMXFP4, NI, WK, MT, U>(),      \
-     smem_of_decode<DeqNVFP4, NI, WK, MT, U>()}
-
-/* Decode plans: tile_m 8*MT tokens, tile_n 16*NI weight rows, tile_k the
- * 128-long step (a split is a whole number of them), stages the steps in
- * flight per warp (U; half that for fp16).  The dense 16-row plans also take
- * up to 64 rows, one 16-row tile per grid row (the blocks of one N tile run
- * together, so W comes from DRAM about once and from L2 after): the tuner
- * times them against the mid tiles there (issue 31). */
-#define DECODE_MAX_ROWS(path, MT) ((MT) == 2 && (path) == VG_PATH_DENSE ? 64 : 8 * (MT))
-#define DECODE(id, path, MT, NI, WK, U, SK)                                                  \
-    {{id, "cuda", path, VG_ALL_FAMILIES, 8 * MT, 16 * NI, 128, U, SK, DECODE_MAX_ROWS(path, MT), \
-      VG_KIND_DECODE, 0},                                                                    \
-     VG_ALL_FAM_DECODE(NI, WK, MT, U)}
-
-#define PLAN(id, path, BM, BN, BK, ST, SK, maxrows, WM, WN, WK)                               \
-    {{id, "cuda", path, VG_ALL_FAMILIES, BM, BN, BK, ST, SK, maxrows, VG_KIND_TILED, 0},      \
-     VG_ALL_FAM(BM, BN, BK, WM, WN, WK, ST)}
+#define ROW_TILED(path, name, BM, BN, BK, ST, split, max_rows, WM, WN, WK)                   \
+    {{VG_PLAN_ID_TILED(path, name, BM, BN, BK, ST, split), "cuda", VG_PLAN_PATH(path),       \
+      VG_ALL_FAMILIES, BM, BN, BK, ST, split, max_rows, VG_KIND_TILED, 0}},
 
 /* Dequantize once + cuBLAS (dequant_blas.h): no tile of its own, no launch
  * function in the table (vg_cuda_gemm branches on the kind).  Offered from
  * 17 rows on: below, the decode kernel reads W once where this plan reads
  * it, writes it and reads it again. */
 #define DQBLAS_MIN_ROWS (GROUPED_DECODE_MAX_TOKENS + 1)
-#define DQBLAS(id, path)                                                                       \
-    {{id, "cuda", path, VG_ALL_FAMILIES, 0, 0, 0, 0, 1, 0, VG_KIND_DEQUANT_BLAS, DQBLAS_MIN_ROWS}, \
-     {}, {}}
+#define ROW_DQBLAS(path)                                                                     \
+    {{VG_PLAN_ID_DQBLAS(path), "cuda", VG_PLAN_PATH(path), VG_ALL_FAMILIES, 0, 0, 0, 0, 1, 0, \
+      VG_KIND_DEQUANT_BLAS, DQBLAS_MIN_ROWS}},
 
-/* The plan table.  Decode plans (M <= 16): the register-streaming kernel
- * (decode_kernel.cuh), named m<tokens>n<weight rows>w<warps>.u<U>.sk<split>.
- * Mid (M <= 64) and prefill (any M): the shared-memory pipelined mainloop
- * (gemm_kernel.cuh), square tiles, warps over M and N. */
-const CudaPlan g_plans[] = {
-    DECODE("cuda.dense.decode.m8n32w4.u2.sk1", VG_PATH_DENSE, 1, 2, 4, 2, 1),
-    DECODE("cuda.dense.decode.m8n32w4.u2.sk2", VG_PATH_DENSE, 1, 2, 4, 2, 2),
-    DECODE("cuda.dense.decode.m8n32w4.u2.sk4", VG_PATH_DENSE, 1, 2, 4, 2, 4),
-    DECODE("cuda.dense.decode.m8n16w4.u2.sk1", VG_PATH_DENSE, 1, 1, 4, 2, 1),
-    DECODE("cuda.dense.decode.m8n16w8.u2.sk1", VG_PATH_DENSE, 1, 1, 8, 2, 1),
-    DECODE("cuda.dense.decode.m8n32w8.u2.sk1", VG_PATH_DENSE, 1, 2, 8, 2, 1),
-    DECODE("cuda.dense.decode.m8n16w4.u4.sk1", VG_PATH_DENSE, 1, 1, 4, 4, 1),
-    DECODE("cuda.dense.decode.m16n32w4.u2.sk1", VG_PATH_DENSE, 2, 2, 4, 2, 1),
-    DECODE("cuda.dense.decode.m16n32w4.u2.sk2", VG_PATH_DENSE, 2, 2, 4, 2, 2),
-    DECODE("cuda.dense.decode.m16n32w4.u2.sk4", VG_PATH_DENSE, 2, 2, 4, 2, 4),
-    DECODE("cuda.dense.decode.m16n16w4.u2.sk1", VG_PATH_DENSE, 2, 1, 4, 2, 1),
-    DECODE("cuda.dense.decode.m16n16w8.u2.sk1", VG_PATH_DENSE, 2, 1, 8, 2, 1),
-    DECODE("cuda.dense.decode.m16n32w8.u2.sk1", VG_PATH_DENSE, 2, 2, 8, 2, 1),
-    DECODE("cuda.dense.decode.m16n16w4.u4.sk1", VG_PATH_DENSE, 2, 1, 4, 4, 1),
-    DECODE("cuda.dense.decode.m8n32w4.u4.sk1", VG_PATH_DENSE, 1, 2, 4, 4, 1),
-    DECODE("cuda.dense.decode.m8n16w8.u4.sk1", VG_PATH_DENSE, 1, 1, 8, 4, 1),
-    DECODE("cuda.dense.decode.m8n16w16.u2.sk1", VG_PATH_DENSE, 1, 1, 16, 2, 1),
-    DECODE("cuda.dense.decode.m16n16w8.u4.sk1", VG_PATH_DENSE, 2, 1, 8, 4, 1),
-    PLAN("cuda.dense.mid.m64n64k128.s4.sk1", VG_PATH_DENSE, 64, 64, 128, 4, 1, 64, 2, 2, 1),
-    PLAN("cuda.dense.mid.m64n64k128.s4.sk2", VG_PATH_DENSE, 64, 64, 128, 4, 2, 64, 2, 2, 1),
-    PLAN("cuda.dense.prefill.m128n128k64.s3.sk1", VG_PATH_DENSE, 128, 128, 64, 3, 1, 0, 2, 4, 1),
-    /* Two stages: the fp16 and fp8 tiles above take 86-148 KB of shared
-     * memory, more than a V100's 96 KB (test_heuristic_fits_every_arch). */
-    PLAN("cuda.dense.mid.m64n64k128.s2.sk1", VG_PATH_DENSE, 64, 64, 128, 2, 1, 64, 2, 2, 1),
-    PLAN("cuda.dense.mid.m64n64k128.s2.sk2", VG_PATH_DENSE, 64, 64, 128, 2, 2, 64, 2, 2, 1),
-    PLAN("cuda.dense.prefill.m128n128k64.s2.sk1", VG_PATH_DENSE, 128, 128, 64, 2, 1, 0, 2, 4, 1),
-    /* A T4 (sm_75) allows 64 KB: the fp16 two-stage tiles above take 74
-     * and 84 KB, these 63 (three stages of a 64-long K step). */
-    PLAN("cuda.dense.prefill.m64n64k64.s3.sk1", VG_PATH_DENSE, 64, 64, 64, 3, 1, 0, 2, 2, 1),
-    DECODE("cuda.grouped.decode.m8n32w4.u2.sk1", VG_PATH_GROUPED, 1, 2, 4, 2, 1),
-    DECODE("cuda.grouped.decode.m8n32w4.u2.sk2", VG_PATH_GROUPED, 1, 2, 4, 2, 2),
-    DECODE("cuda.grouped.decode.m8n16w4.u2.sk1", VG_PATH_GROUPED, 1, 1, 4, 2, 1),
-    DECODE("cuda.grouped.decode.m8n16w8.u2.sk1", VG_PATH_GROUPED, 1, 1, 8, 2, 1),
-    DECODE("cuda.grouped.decode.m8n32w8.u2.sk1", VG_PATH_GROUPED, 1, 2, 8, 2, 1),
-    DECODE("cuda.grouped.decode.m8n16w4.u4.sk1", VG_PATH_GROUPED, 1, 1, 4, 4, 1),
-    DECODE("cuda.grouped.decode.m16n32w4.u2.sk1", VG_PATH_GROUPED, 2, 2, 4, 2, 1),
-    DECODE("cuda.grouped.decode.m16n32w4.u2.sk2", VG_PATH_GROUPED, 2, 2, 4, 2, 2),
-    DECODE("cuda.grouped.decode.m16n16w4.u2.sk1", VG_PATH_GROUPED, 2, 1, 4, 2, 1),
-    DECODE("cuda.grouped.decode.m16n16w8.u2.sk1", VG_PATH_GROUPED, 2, 1, 8, 2, 1),
-    DECODE("cuda.grouped.decode.m16n32w8.u2.sk1", VG_PATH_GROUPED, 2, 2, 8, 2, 1),
-    DECODE("cuda.grouped.decode.m16n16w4.u4.sk1", VG_PATH_GROUPED, 2, 1, 4, 4, 1),
-    DECODE("cuda.grouped.decode.m8n32w4.u4.sk1", VG_PATH_GROUPED, 1, 2, 4, 4, 1),
-    DECODE("cuda.grouped.decode.m8n16w8.u4.sk1", VG_PATH_GROUPED, 1, 1, 8, 4, 1),
-    DECODE("cuda.grouped.decode.m8n16w16.u2.sk1", VG_PATH_GROUPED, 1, 1, 16, 2, 1),
-    DECODE("cuda.grouped.decode.m16n16w8.u4.sk1", VG_PATH_GROUPED, 2, 1, 8, 4, 1),
-    PLAN("cuda.grouped.mid.m64n64k128.s4.sk1", VG_PATH_GROUPED, 64, 64, 128, 4, 1, 0, 2, 2, 1),
-    PLAN("cuda.grouped.mid.m64n64k128.s2.sk1", VG_PATH_GROUPED, 64, 64, 128, 2, 1, 0, 2, 2, 1),
-    PLAN("cuda.grouped.mid.m64n64k64.s3.sk1", VG_PATH_GROUPED, 64, 64, 64, 3, 1, 0, 2, 2, 1),
-    DQBLAS("cuda.dense.dqcublas", VG_PATH_DENSE),
-    DQBLAS("cuda.grouped.dqcublas", VG_PATH_GROUPED),
-};
+/* The plan table, in the list's order.  Decode plans (M <= 16): the
+ * register-streaming kernel (decode_kernel.cuh), named
+ * m<tokens>n<weight rows>w<warps>.u<U>.sk<split>.  Mid (M <= 64) and
+ * prefill (any M): the shared-memory pipelined mainloop (gemm_kernel.cuh),
+ * square tiles, warps over M and N. */
+const CudaPlan g_plans[] = {VG_CUDA_PLAN_LIST(ROW_DECODE, ROW_TILED, ROW_DQBLAS)};
+static_assert(sizeof g_plans / sizeof g_plans[0] == VG_CUDA_PLAN_COUNT, "one row per list entry");
+
+/* Each family's launch functions and shared-memory sizes (gemm_<family>.cu),
+ * indexed by vg_family, then by plan index. */
+static_assert(VG_FAMILY_FP16 == 0 && VG_FAMILY_AWQ == 1 && VG_FAMILY_FP8 == 2 &&
+                  VG_FAMILY_MXFP4 == 3 && VG_FAMILY_NVFP4 == 4 && VG_FAMILY_COUNT == 5,
+              "g_family_launch lists the families in vg_family order");
+const launch_fn *const g_family_launch[VG_FAMILY_COUNT] = {
+    vg_gemm_launch_fp16, vg_gemm_launch_awq, vg_gemm_launch_fp8, vg_gemm_launch_mxfp4,
+    vg_gemm_launch_nvfp4};
+const int *const g_family_smem[VG_FAMILY_COUNT] = {
+    vg_gemm_smem_fp16, vg_gemm_smem_awq, vg_gemm_smem_fp8, vg_gemm_smem_mxfp4,
+    vg_gemm_smem_nvfp4};
+
+launch_fn launch_of(const CudaPlan *cp, vg_family f) { return g_family_launch[f][cp - g_plans]; }
+int smem_of(const CudaPlan *cp, vg_family f) { return g_family_smem[f][cp - g_plans]; }
+
 const size_t g_plan_count = sizeof g_plans / sizeof g_plans[0];
 
 const CudaPlan *find_plan(const vg_plan *p)
@@ -253,11 +135,23 @@ const CudaPlan *find_plan(const vg_plan *p)
     return NULL;
 }
 
+/* The plan the heuristic names by id.  An id the table does not have is a
+ * bug in this file, not a fallback: it stops the process at the first call
+ * that reaches it (first_that_fits would otherwise skip it silently), and
+ * suites/test_cuda_fp8.c (test_heuristic_names_known_plans) walks every
+ * branch of vg_cuda_heuristic_for with a limit no plan fits, so every id
+ * of every list is looked up in `make check`. */
+/* The first id the rule named that the list does not have (NULL: none so
+ * far); vg_cuda_plan_table_check turns it into a start-up error. */
+std::atomic<const char *> g_missing_id{nullptr};
+
 const vg_plan *by_id(const char *id)
 {
     for (size_t i = 0; i < g_plan_count; i++)
         if (strcmp(g_plans[i].plan.id, id) == 0)
             return &g_plans[i].plan;
+    const char *none = nullptr;
+    g_missing_id.compare_exchange_strong(none, id);
     return NULL;
 }
 
@@ -352,7 +246,7 @@ vg_status launch(const CudaPlan *cp, const vg_gemm_args *a, const KWeight &kw, c
     if (grid.y > 65535u)
         return vg_fail(VG_ERR_LIMIT, "gemm %s: %u row tiles exceed the grid limit", p->id, grid.y);
     cudaStream_t s = static_cast<cudaStream_t>(a->stream);
-    cudaError_t e = cp->fn[a->w.family](kp, grid, s);
+    cudaError_t e = launch_of(cp, a->w.family)(kp, grid, s);
     if (e != cudaSuccess)
         return cuda_fail(e, p->id);
     if (splits > 1) {
@@ -378,7 +272,7 @@ vg_status vg_cuda_decode_pdl(int *pdl)
 {
     if (!pdl)
         return vg_fail(VG_ERR_INVALID_ARG, "vg_cuda_decode_pdl: pdl is NULL");
-    *pdl = pdl_enabled() ? 1 : 0;
+    *pdl = vg_cuda_pdl_enabled() ? 1 : 0;
     return VG_OK;
 }
 
@@ -387,7 +281,7 @@ const vg_plan *vg_cuda_plan_at(size_t i) { return i < g_plan_count ? &g_plans[i]
 int vg_cuda_plan_smem(const vg_plan *p, vg_family f)
 {
     const CudaPlan *cp = find_plan(p);
-    return cp && (unsigned)f < VG_FAMILY_COUNT ? cp->smem[f] : -1;
+    return cp && (unsigned)f < VG_FAMILY_COUNT ? smem_of(cp, f) : -1;
 }
 
 /* Whether the dequant+cuBLAS kind is offered on each device: 0 not asked
@@ -518,6 +412,31 @@ const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_
     return vg_cuda_heuristic_for(f, path, rows, n, k, device_smem_limit(), blas_offered());
 }
 
+/* Walks every branch of the rule (limits that no plan fits, 0, or only
+ * some, 48 KB, so each preference list is read to its end) and fails,
+ * naming it, on an id the plan list does not have: the backend's open
+ * calls it, so such a rule is a start-up error, never a silent fallback. */
+vg_status vg_cuda_plan_table_check(void)
+{
+    static const int limits[] = {0, 48 << 10};
+    static const int32_t rows[] = {1, 6, 8, 9, 16, 17, 64, 65, 255, 256, 4096};
+    static const int32_t ns[] = {16, 256, 512, 768, 1024, 3072, 4096, 14336};
+    for (int blas = 0; blas <= 1; blas++)
+        for (int l = 0; l < 2; l++)
+            for (int f = 0; f < VG_FAMILY_COUNT; f++)
+                for (int path = 0; path < VG_PATH_COUNT; path++)
+                    for (int32_t r : rows)
+                        for (int32_t n : ns)
+                            (void)vg_cuda_heuristic_for((vg_family)f, (vg_path)path, r, n, 4096,
+                                                        limits[l], blas);
+    const char *missing = g_missing_id.load();
+    if (missing)
+        return vg_fail(VG_ERR_INTERNAL,
+                       "the CUDA rule names plan '%s', which the plan list "
+                       "(kernels/cuda/plan_list.h) does not have", missing);
+    return VG_OK;
+}
+
 const vg_plan *vg_cuda_heuristic_native(vg_family f, vg_path path, int32_t rows, int32_t n,
                                         int32_t k)
 {
@@ -565,10 +484,10 @@ vg_status vg_cuda_gemm(const vg_plan *p, const vg_gemm_args *a)
     if (!vg_plan_applies(&cp->plan, a->w.family, a->path, rows))
         return vg_fail(VG_ERR_UNSUPPORTED, "cuda gemm: plan %s does not take %s %s with %d rows",
                        cp->plan.id, vg_family_name(a->w.family), vg_path_name(a->path), (int)rows);
-    if (cp->smem[a->w.family] > device_smem_limit())
+    if (smem_of(cp, a->w.family) > device_smem_limit())
         return vg_fail(VG_ERR_UNSUPPORTED,
                        "cuda gemm: plan %s needs %d bytes of shared memory for %s, the device has %d",
-                       cp->plan.id, cp->smem[a->w.family], vg_family_name(a->w.family),
+                       cp->plan.id, smem_of(cp, a->w.family), vg_family_name(a->w.family),
                        device_smem_limit());
     size_t need = 0;
     st = vg_cuda_workspace_bytes(&cp->plan, a, &need);
