@@ -56,11 +56,21 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
 /* Rows (M, or rows of the largest group) from which the rule takes the
  * dequantize + cuBLAS plan where the device offers it. */
 #define VG_CUDA_DQBLAS_HEURISTIC_ROWS 256
-/* Whether the current device offers the dequantize + cuBLAS kind (cuBLAS
- * starts on it), asked once per device; *why says what failed.  Creates
- * the device's first cuBLAS handle: call it outside any graph capture (the
- * cuda backend's open does). */
+/* Whether the current device offers the dequantize + cuBLAS kind to the
+ * runtime (cuBLAS starts on it, and VG_CUDA_DQBLAS=1, or unset with
+ * VG_CUDA_DQBLAS_DEFAULT 1), asked once per device; *why says why not.
+ * Creates the device's first cuBLAS handle either way (a plan forced by id
+ * runs without the offer): call it outside any graph capture (the cuda
+ * backend's open does). */
 vg_status vg_cuda_blas_prepare(int *offered, const char **why);
+/* Offered by default: the kind runs when forced (vg_gemm_with_plan, golden
+ * --plan all, the suites) whatever this says; the tuner and the rule take
+ * it only when offered. */
+#ifndef VG_CUDA_DQBLAS_DEFAULT
+#define VG_CUDA_DQBLAS_DEFAULT 0
+#endif
+/* 0 for a plan of a kind the current device does not offer to the runtime. */
+int vg_cuda_plan_offered(const vg_plan *p);
 /* cuBLAS's version (cublasGetVersion) once a handle exists, else 0. */
 int vg_cuda_blas_version(void);
 int vg_cuda_plan_smem(const vg_plan *p, vg_family f);

@@ -99,6 +99,11 @@ static vg_status cuda_to_host(void *ctx, void *dst, const void *src, size_t byte
     return st != VG_OK ? st : vg_cuda_copy_to_host(dst, src, bytes);
 }
 
+static int cuda_plan_offered(void *ctx, const vg_plan *p)
+{
+    return current(ctx) == VG_OK && vg_cuda_plan_offered(p);
+}
+
 static vg_status cuda_sync(void *ctx, void *stream)
 {
     vg_status st = current(ctx);
@@ -123,4 +128,5 @@ const vg_backend_ops vg_backend_cuda = {
     .copy_to_host = cuda_to_host,
     .synchronize = cuda_sync,
     .library_version = vg_cuda_blas_version,
+    .plan_offered = cuda_plan_offered,
 };

@@ -206,7 +206,8 @@ size_t vg_measure_candidates(vg_device *dev, const vg_policy *pol, const vg_gemm
     size_t n = 0, total = dev->ops->plan_count();
     for (size_t i = 0; i < total; i++) {
         const vg_plan *p = dev->ops->plan_at(i);
-        if (!vg_plan_offered(p, args->w.family, c->path, c->key.rows))
+        if (!vg_plan_offered(p, args->w.family, c->path, c->key.rows) ||
+            (dev->ops->plan_offered && !dev->ops->plan_offered(dev->ctx, p)))
             continue;
         if (within_block && (p->tile_n <= 0 || p->tile_k <= 0 || 128 % p->tile_n != 0 ||
                              128 % p->tile_k != 0))

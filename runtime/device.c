@@ -345,7 +345,8 @@ vg_status vg_gemm_workspace_bytes(vg_device *dev, const vg_gemm_args *args, size
             applies = 1;
         }
         cap.path = a.path;
-        if (!applies || vg_plan_over_workspace_cap(dev, &cap, &a, p))
+        if (!applies || vg_plan_over_workspace_cap(dev, &cap, &a, p) ||
+            (dev->ops->plan_offered && !dev->ops->plan_offered(dev->ctx, p)))
             continue;
         size_t need = 0;
         if (dev->ops->workspace_bytes(p, &a, &need) == VG_OK && need > most)

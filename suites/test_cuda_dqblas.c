@@ -99,13 +99,10 @@ static void test_same_bits_direct_and_graph(void **state)
 {
     (void)state;
     VGTEST_REQUIRE_CUDA();
-    int blas = 0;
-    const char *why = NULL;
-    assert_int_equal(vg_cuda_blas_prepare(&blas, &why), VG_OK);
-    if (!blas) {
-        print_error("cuBLAS does not start here: %s\n", why);
-        fail();
-    }
+    /* the device's first cuBLAS handle, made before the capture below (the
+     * backend's open makes it); offered to the runtime or not, the plan runs
+     * when forced */
+    assert_int_equal(vg_cuda_blas_prepare(NULL, NULL), VG_OK);
     void *stream = NULL;
     assert_int_equal(vg_cuda_stream_create(&stream), VG_OK);
     for (int f = 0; f < VG_FAMILY_COUNT; f++) {

@@ -299,6 +299,16 @@ static int blas_offered(void)
     return g_blas_state[dev].load(std::memory_order_acquire) > 0;
 }
 
+/* Whether the runtime offers the kind where cuBLAS starts: VG_CUDA_DQBLAS=1
+ * or 0 in the environment says so, else VG_CUDA_DQBLAS_DEFAULT (kernels.h). */
+static bool dqblas_wanted(void)
+{
+    const char *e = getenv("VG_CUDA_DQBLAS");
+    if (e && (!strcmp(e, "0") || !strcmp(e, "1")))
+        return e[0] == '1';
+    return VG_CUDA_DQBLAS_DEFAULT != 0;
+}
+
 vg_status vg_cuda_blas_prepare(int *offered, const char **why)
 {
     int dev = 0;
@@ -309,7 +319,13 @@ vg_status vg_cuda_blas_prepare(int *offered, const char **why)
     int state = g_blas_state[dev].load(std::memory_order_acquire);
     if (state == 0) {
         const char *reason = "";
+        /* the first handle is made either way: a plan forced by id
+         * (vg_gemm_with_plan, golden --plan all) may run inside a capture */
         state = vg_dqblas_available(&reason) ? 1 : -1;
+        if (state > 0 && !dqblas_wanted()) {
+            state = -1;
+            reason = "dequantize + cuBLAS not offered (VG_CUDA_DQBLAS=1 offers it)";
+        }
         g_blas_why[dev] = reason;
         g_blas_state[dev].store(state, std::memory_order_release);
     }
@@ -435,6 +451,11 @@ vg_status vg_cuda_plan_table_check(void)
                        "the CUDA rule names plan '%s', which the plan list "
                        "(kernels/cuda/plan_list.h) does not have", missing);
     return VG_OK;
+}
+
+int vg_cuda_plan_offered(const vg_plan *p)
+{
+    return p && (p->kind != VG_KIND_DEQUANT_BLAS || blas_offered());
 }
 
 const vg_plan *vg_cuda_heuristic_native(vg_family f, vg_path path, int32_t rows, int32_t n,
