@@ -48,17 +48,23 @@ vg_status vg_cuda_plan_table_check(void);
 const vg_plan *vg_cuda_heuristic_native(vg_family f, vg_path path, int32_t rows, int32_t n,
                                         int32_t k);
 /* The same rule for a device with smem_limit bytes of opt-in shared memory
- * per block that offers the dequantize + cuBLAS kind or not (blas;
- * vg_cuda_heuristic: the current device's facts), and the shared
+ * per block that takes the dequantize + cuBLAS kind from dq_rows rows (0:
+ * the kind is not offered; vg_cuda_heuristic: the current device's facts),
+ * and the shared
  * memory plan p's kernel for family f takes (-1 for an unknown plan). */
 const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, int32_t n,
-                                     int32_t k, int smem_limit, int blas);
+                                     int32_t k, int smem_limit, int dq_rows);
 /* Rows (M, or rows of the largest group) from which the rule takes the
- * dequantize + cuBLAS plan where the device offers it. */
-#define VG_CUDA_DQBLAS_HEURISTIC_ROWS 256
+ * dequantize + cuBLAS plan where the device offers it (KERNELS.md D34):
+ * SM80+ from 65, where the H100 crossover had it 2x faster than the native
+ * tiles at 128 rows and the 16-row decode tiles ahead up to 64; SM70/75 from
+ * 256, by the V100 model (its DRAM makes the copy ~3x dearer against its
+ * tensor cores). */
+#define VG_CUDA_DQBLAS_ROWS_SM80 65
+#define VG_CUDA_DQBLAS_ROWS_SM70 256
 /* Whether the current device offers the dequantize + cuBLAS kind to the
- * runtime (cuBLAS starts on it, and VG_CUDA_DQBLAS=1, or unset with
- * VG_CUDA_DQBLAS_DEFAULT 1), asked once per device; *why says why not.
+ * runtime (cuBLAS starts on it, and VG_CUDA_DQBLAS is unset or 1; 0 takes
+ * it off), asked once per device; *why says why not.
  * Creates the device's first cuBLAS handle either way (a plan forced by id
  * runs without the offer): call it outside any graph capture (the cuda
  * backend's open does). */
@@ -67,7 +73,7 @@ vg_status vg_cuda_blas_prepare(int *offered, const char **why);
  * --plan all, the suites) whatever this says; the tuner and the rule take
  * it only when offered. */
 #ifndef VG_CUDA_DQBLAS_DEFAULT
-#define VG_CUDA_DQBLAS_DEFAULT 0
+#define VG_CUDA_DQBLAS_DEFAULT 1
 #endif
 /* 0 for a plan of a kind the current device does not offer to the runtime. */
 int vg_cuda_plan_offered(const vg_plan *p);

@@ -493,7 +493,8 @@ static void test_heuristic_fits_every_arch(void **state)
     static const int32_t rows[] = {1, 6, 8, 9, 16, 17, 64, 65, 4096};
     static const int32_t ns[] = {256, 1024, 3072, 4096, 14336};
     int failures = 0;
-    for (int blas = 0; blas <= 1; blas++)
+    static const int dq_rows_of[] = {0, VG_CUDA_DQBLAS_ROWS_SM80, VG_CUDA_DQBLAS_ROWS_SM70};
+    for (size_t dq = 0; dq < 3; dq++)
     for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++)
         for (int f = 0; f < VG_FAMILY_COUNT; f++)
             for (size_t p = 0; p < 4; p++)
@@ -502,7 +503,7 @@ static void test_heuristic_fits_every_arch(void **state)
                         if (paths[p] == VG_PATH_GROUPED && rows[r] > GROUPED_DECODE_MAX_TOKENS)
                             continue;
                         const vg_plan *h = vg_cuda_heuristic_for((vg_family)f, paths[p], rows[r],
-                                                                 ns[n], 4096, limits[l], blas);
+                                                                 ns[n], 4096, limits[l], dq_rows_of[dq]);
                         assert_non_null(h);
                         assert_true(vg_plan_applies(h, (vg_family)f, paths[p], rows[r]));
                         int smem = vg_cuda_plan_smem(h, (vg_family)f);
@@ -519,7 +520,7 @@ static void test_heuristic_fits_every_arch(void **state)
 /* Every plan id the CUDA heuristic can name is in the table: with limits
  * that no plan fits (0) or only some fit (48 KB), each preference list is
  * walked to its end, so every id in it is looked up, on every branch of the
- * rule (blas, rows, N tiers, paths, families); an id the plan list does not
+ * rule (dq_rows, rows, N tiers, paths, families); an id the plan list does not
  * have makes vg_cuda_plan_table_check (which the backend's open calls)
  * fail, naming it. */
 static void test_heuristic_names_known_plans(void **state)
@@ -532,7 +533,8 @@ static void test_heuristic_names_known_plans(void **state)
     static const vg_path paths[] = {VG_PATH_DENSE, VG_PATH_GROUPED, VG_PATH_LOOP, VG_PATH_MOE};
     static const int32_t rows[] = {1, 6, 8, 9, 16, 17, 64, 65, 255, 256, 4096};
     static const int32_t ns[] = {16, 256, 512, 768, 1024, 3072, 4096, 14336};
-    for (int blas = 0; blas <= 1; blas++)
+    static const int dq_rows_of[] = {0, VG_CUDA_DQBLAS_ROWS_SM80, VG_CUDA_DQBLAS_ROWS_SM70};
+    for (size_t dq = 0; dq < 3; dq++)
         for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++)
             for (int f = 0; f < VG_FAMILY_COUNT; f++)
                 for (size_t p = 0; p < 4; p++)
@@ -541,7 +543,7 @@ static void test_heuristic_names_known_plans(void **state)
                             if (paths[p] == VG_PATH_GROUPED && rows[r] > GROUPED_DECODE_MAX_TOKENS)
                                 continue;
                             const vg_plan *h = vg_cuda_heuristic_for(
-                                (vg_family)f, paths[p], rows[r], ns[n], 4096, limits[l], blas);
+                                (vg_family)f, paths[p], rows[r], ns[n], 4096, limits[l], dq_rows_of[dq]);
                             assert_non_null(h);
                             assert_true(vg_plan_applies(h, (vg_family)f, paths[p], rows[r]));
                         }

@@ -309,6 +309,19 @@ static bool dqblas_wanted(void)
     return VG_CUDA_DQBLAS_DEFAULT != 0;
 }
 
+/* The rule's dq_rows on the current device: 0 where the kind is not offered,
+ * else by arch (KERNELS.md D34). */
+static int dq_rows_here(void)
+{
+    int dev = 0, major = 0;
+    if (!blas_offered() || cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return major >= 8 ? VG_CUDA_DQBLAS_ROWS_SM80 : VG_CUDA_DQBLAS_ROWS_SM70;
+}
+
 vg_status vg_cuda_blas_prepare(int *offered, const char **why)
 {
     int dev = 0;
@@ -324,7 +337,7 @@ vg_status vg_cuda_blas_prepare(int *offered, const char **why)
         state = vg_dqblas_available(&reason) ? 1 : -1;
         if (state > 0 && !dqblas_wanted()) {
             state = -1;
-            reason = "dequantize + cuBLAS not offered (VG_CUDA_DQBLAS=1 offers it)";
+            reason = "dequantize + cuBLAS not offered (VG_CUDA_DQBLAS=0)";
         }
         g_blas_why[dev] = reason;
         g_blas_state[dev].store(state, std::memory_order_release);
@@ -361,17 +374,18 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
  * decode plans take 77-146 KB, the 3- and 4-stage mid and prefill tiles
  * 80-148 KB; a V100 has 96 KB, a T4 64 KB), the next plan in its list
  * that fits; the last of each list fits in 64 KB for every family.
- * From VG_CUDA_DQBLAS_HEURISTIC_ROWS rows on, where the device offers it
- * (blas), dequantize once + cuBLAS (KERNELS.md D34). */
+ * From dq_rows rows on (VG_CUDA_DQBLAS_ROWS_SM80 or _SM70), where the device offers it
+ * (dq_rows, 0 where it does not), dequantize once + cuBLAS (KERNELS.md
+ * D34). */
 const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, int32_t n,
-                                     int32_t k, int smem_limit, int blas)
+                                     int32_t k, int smem_limit, int dq_rows)
 {
     (void)k;
     if ((unsigned)f >= VG_FAMILY_COUNT || (unsigned)path >= VG_PATH_COUNT)
         return NULL;
     const int big = rows > 8;
     const int tiles = ceil_div(n, 16);
-    if (blas && rows >= VG_CUDA_DQBLAS_HEURISTIC_ROWS)
+    if (dq_rows > 0 && rows >= dq_rows)
         return by_id(path == VG_PATH_GROUPED || path == VG_PATH_MOE ? "cuda.grouped.dqcublas"
                                                                     : "cuda.dense.dqcublas");
     if (path == VG_PATH_GROUPED || path == VG_PATH_MOE) {
@@ -425,7 +439,7 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
 
 const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k)
 {
-    return vg_cuda_heuristic_for(f, path, rows, n, k, device_smem_limit(), blas_offered());
+    return vg_cuda_heuristic_for(f, path, rows, n, k, device_smem_limit(), dq_rows_here());
 }
 
 /* Walks every branch of the rule (limits that no plan fits, 0, or only
@@ -437,14 +451,14 @@ vg_status vg_cuda_plan_table_check(void)
     static const int limits[] = {0, 48 << 10};
     static const int32_t rows[] = {1, 6, 8, 9, 16, 17, 64, 65, 255, 256, 4096};
     static const int32_t ns[] = {16, 256, 512, 768, 1024, 3072, 4096, 14336};
-    for (int blas = 0; blas <= 1; blas++)
+    for (int dq_rows : {0, VG_CUDA_DQBLAS_ROWS_SM80, VG_CUDA_DQBLAS_ROWS_SM70})
         for (int l = 0; l < 2; l++)
             for (int f = 0; f < VG_FAMILY_COUNT; f++)
                 for (int path = 0; path < VG_PATH_COUNT; path++)
                     for (int32_t r : rows)
                         for (int32_t n : ns)
                             (void)vg_cuda_heuristic_for((vg_family)f, (vg_path)path, r, n, 4096,
-                                                        limits[l], blas);
+                                                        limits[l], dq_rows);
     const char *missing = g_missing_id.load();
     if (missing)
         return vg_fail(VG_ERR_INTERNAL,
