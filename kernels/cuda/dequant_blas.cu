@@ -26,6 +26,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <mutex>
 #include <stdio.h>
 #include <string.h>
@@ -47,13 +48,7 @@ size_t align_up(size_t v) { return (v + kAlign - 1) & ~(kAlign - 1); }
  * allocates by default there). */
 size_t blas_workspace_bytes(void)
 {
-    int dev = 0, major = 0;
-    if (cudaGetDevice(&dev) == cudaSuccess &&
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-        major >= 9)
-        return (size_t)32 << 20;
-    (void)cudaGetLastError();
-    return (size_t)4 << 20;
+    return (size_t)(vg_cuda_device_major() >= 9 ? 32 : 4) << 20;
 }
 
 /* Rows n, K elements [16c, 16c + 16) of group g's W, as FP16 into out
@@ -132,9 +127,16 @@ const dequant_fn g_dequant[VG_FAMILY_COUNT] = {
  * covers the rest. */
 unsigned dequant_blocks(size_t chunks)
 {
+    /* SMs per device, looked up once: this runs on every call */
+    static std::atomic<int> known[64];
     int dev = 0, sms = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0) {
+    if (cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < 64 &&
+        (sms = known[dev].load(std::memory_order_relaxed)) <= 0) {
+        if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess &&
+            sms > 0)
+            known[dev].store(sms, std::memory_order_relaxed);
+    }
+    if (sms <= 0) {
         (void)cudaGetLastError();
         sms = 80;
     }

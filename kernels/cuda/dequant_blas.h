@@ -17,6 +17,10 @@
 #include "dequant.cuh"
 #include "voltgate/types.h"
 
+/* The current device's compute-capability major, looked up once per device
+ * (0: no device); gemm.cu defines it, the dispatch path reads it. */
+int vg_cuda_device_major(void);
+
 /* Bytes of workspace a call with weights of this family and per-group
  * shape needs under the kind. */
 size_t vg_dqblas_workspace_bytes(vg_family f, int32_t n, int32_t k);

@@ -52,15 +52,13 @@ __global__ void vg_splitk_reduce_kernel(const float *ws, void *y, int y_f16, siz
  * drains and load their first weights before they wait for it.
  * VG_CUDA_PDL=0 in the environment turns it off (the benchmark's A/B).  The
  * arch is looked up once per device. */
-bool vg_cuda_pdl_enabled()
+int vg_cuda_device_major(void)
 {
-    static const bool env_off = [] {
-        const char *e = getenv("VG_CUDA_PDL");
-        return e && !strcmp(e, "0");
-    }();
     int dev = 0;
-    if (env_off || cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
-        return false;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+        (void)cudaGetLastError();
+        return 0;
+    }
     static std::atomic<int> major[64]; /* 0: not looked up yet; -1: unknown */
     int m = major[dev].load(std::memory_order_relaxed);
     if (m == 0) {
@@ -69,7 +67,16 @@ bool vg_cuda_pdl_enabled()
                 ? v : -1;
         major[dev].store(m, std::memory_order_relaxed);
     }
-    return m >= 9;
+    return m > 0 ? m : 0;
+}
+
+bool vg_cuda_pdl_enabled()
+{
+    static const bool env_off = [] {
+        const char *e = getenv("VG_CUDA_PDL");
+        return e && !strcmp(e, "0");
+    }();
+    return !env_off && vg_cuda_device_major() >= 9;
 }
 
 namespace {
@@ -313,13 +320,8 @@ static bool dqblas_wanted(void)
  * else by arch (KERNELS.md D34). */
 static int dq_rows_here(void)
 {
-    int dev = 0, major = 0;
-    if (!blas_offered() || cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return major >= 8 ? VG_CUDA_DQBLAS_ROWS_SM80 : VG_CUDA_DQBLAS_ROWS_SM70;
+    const int major = blas_offered() ? vg_cuda_device_major() : 0;
+    return major <= 0 ? 0 : major >= 8 ? VG_CUDA_DQBLAS_ROWS_SM80 : VG_CUDA_DQBLAS_ROWS_SM70;
 }
 
 vg_status vg_cuda_blas_prepare(int *offered, const char **why)
