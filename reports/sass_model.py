@@ -293,12 +293,15 @@ def describe(kind, deq, args):
     info = {"family": family, "deq": deq, "kind": kind}
     if kind == "decode" and len(args) >= 4:
         ni, wk, mt, uu = args[:4]
+        wn = args[4] if len(args) >= 5 else 1  # warps side by side over N (plan_list.h DECODE_WN)
         bits = ELEMENT_BYTES[family] * 8 if family in ELEMENT_BYTES else 8
         u = max(uu // 2, 1) if bits == 16 else uu
         uw = 2 * u if bits == 4 and u <= 2 else u
-        info.update(tile=f"decode.m{8 * mt}n{16 * ni}w{wk}.u{uu}", ni=ni, wk=wk, mt=mt, uu=uu, uw=uw,
+        tile = (f"decode.m{8 * mt}n{16 * ni * wn}wn{wn}.u{uu}" if wn > 1
+                else f"decode.m{8 * mt}n{16 * ni}w{wk}.u{uu}")
+        info.update(tile=tile, ni=ni, wk=wk, wn=wn, mt=mt, uu=uu, uw=uw,
                     warp_step_bytes=16 * ni * 128 * ELEMENT_BYTES.get(family, 1.0),
-                    threads=32 * wk)
+                    threads=32 * wk * wn)
     elif kind == "tiled" and len(args) >= 7:
         bm, bn, bk, wm, wn, wkk, st = args[:7]
         prefix = "mid" if bm <= 64 and bk >= 128 else "prefill"
@@ -389,7 +392,7 @@ def model_kernel(name, arch_name, instrs, labels, res, machine, bandwidth_gbs):
                    ceiling=round(min(1.0, t_dram / t_instr), 4) if t_instr > 0 else None,
                    ceiling_of="dram bandwidth")
         # W in flight: steps loaded ahead x bytes per warp step x warps per SM
-        warps_per_block = info["wk"]
+        warps_per_block = info["wk"] * info.get("wn", 1)
         blocks = arch["max_warps_per_sm"] // warps_per_block
         if res and res.get("REG"):
             regs_per_block = res["REG"] * 32 * warps_per_block

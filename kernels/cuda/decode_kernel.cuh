@@ -57,10 +57,12 @@
 #include "gemm_kernel.cuh"
 
 
-template <class Deq, int NI, int WK, int MT, int UU>
+template <class Deq, int NI, int WK, int MT, int UU, int WN = 1>
 struct DecodeCfg {
-    static constexpr int kThreads = WK * 32;
-    static constexpr int BN = 16 * NI; /* weight rows per block (and per warp) */
+    static_assert(WN == 1 || WK == 1, "warps split either K (WK) or N (WN), not both");
+    static constexpr int kThreads = WK * WN * 32;
+    static constexpr int kWarpN = 16 * NI; /* weight rows per warp */
+    static constexpr int BN = kWarpN * WN; /* weight rows per block */
     static constexpr int BM = 8 * MT;  /* tokens per block */
     static constexpr int kStepK = 128;
     static constexpr int kWords = 16 * Deq::kBits / 32; /* one row's 16 elements */
@@ -82,7 +84,7 @@ struct DecodeCfg {
     static constexpr int kXStride = kStepK + 8; /* halves; 272 bytes: a fragment read hits 8 distinct banks */
     static constexpr int kXSlot = BM * kXStride; /* one step's X, halves */
     static constexpr int kXSmem = WK * U * kXSlot * 2;
-    static constexpr int kRedSmem = (WK - 1) * BM * BN * 4;
+    static constexpr int kRedSmem = (WK - 1) * BM * kWarpN * 4;
     static constexpr int kSmem = kXSmem + kRedSmem;
     /* Blocks per SM the register budget must allow (__launch_bounds__):
      * for 16-row plans, 16 warps' worth, i.e. at most 128 registers per
@@ -104,9 +106,9 @@ struct DecodeCfg {
     static constexpr int kRegEstimate = UW * NI * 4 * kWords + NI * MT * 8 * (Deq::kPostScale ? 2 : 1) +
                                         (Deq::kPostScale && !Deq::kPostPerBlock ? UW * NI * 2 : 0) + 56;
     static constexpr int kMinBlocks =
-        NI == 1 && WK < 16 ? (kRegEstimate > 160 ? 8 : kRegEstimate > 120 ? 12 : 16) / WK : 1;
+        NI == 1 && WK < 16 && MT <= 2 ? (kRegEstimate > 160 ? 8 : kRegEstimate > 120 ? 12 : 16) / WK : 1;
 #else
-    static constexpr int kMinBlocks = NI == 1 && WK < 16 ? 16 / WK : 1;
+    static constexpr int kMinBlocks = NI == 1 && WK < 16 && MT <= 2 ? 16 / WK : 1;
 #endif
 };
 
@@ -176,10 +178,11 @@ static __device__ __forceinline__ void x_in_pairs(const uint16_t *p, uint32_t ou
     }
 }
 
-template <class Deq, int NI, int WK, int MT, int UU>
-__global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMinBlocks)) vg_decode_kernel(const KParams p)
+template <class Deq, int NI, int WK, int MT, int UU, int WN = 1>
+__global__ void __launch_bounds__(WK * WN * 32, (DecodeCfg<Deq, NI, WK, MT, UU, WN>::kMinBlocks))
+    vg_decode_kernel(const KParams p)
 {
-    using C = DecodeCfg<Deq, NI, WK, MT, UU>;
+    using C = DecodeCfg<Deq, NI, WK, MT, UU, WN>;
     constexpr int U = C::U, UW = C::UW, KW = C::kWords, BM = C::BM, XS = C::kXStride;
     extern __shared__ __align__(16) uint8_t smem[];
 
@@ -189,7 +192,11 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     grid_dep_launch();
     const int g = p.offsets ? (int)blockIdx.y / p.mtiles : 0;
     const int N = p.w.n, K = p.w.k;
-    const int wk = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    /* Warp wk of WK takes every WK-th K step; or, with WN > 1, warp wn
+     * takes the wn-th 16*NI weight rows of the block's and every step, and
+     * the block's warps share one X ring. */
+    const int wk = WN > 1 ? 0 : threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int wn = WN > 1 ? threadIdx.x >> 5 : 0;
     /* The thread's weight row in a tile (its first, on SM80+: g and g+8),
      * token in a token tile and 16-element K chunk in a half step. */
 #if VG_QUADPAIR
@@ -201,7 +208,7 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     const int lrow = lg, ltok = lg;
     constexpr int kAccE = 4;  /* the m16n8k16 C fragment */
 #endif
-    const int n0 = blockIdx.x * C::BN;
+    const int n0 = blockIdx.x * C::BN + wn * C::kWarpN;
     const int kbeg = blockIdx.z * p.k_per_split;
     const int kend = min(K, kbeg + p.k_per_split);
     const int nsteps = kend > kbeg ? (kend - kbeg + C::kStepK - 1) / C::kStepK : 0;
@@ -285,8 +292,20 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     };
     int row0 = 0, rows = 0;     /* set after grid_dep_wait(): offsets may be an earlier kernel's */
     const uint16_t *xg = p.x, *xlane = p.x;
-    uint16_t *xdst = xring + (lane >> 4) * XS + (lane & 15) * 8;
-    int xrows_lane = 0; /* rows this lane copies: l / 16 + 2t < rows */
+    /* X copies: thread xt of the XT that share a ring copies 16 bytes of
+     * rows xt / 16 + XR t. */
+    constexpr int XT = WN * 32, XR = XT / 16;
+    const int xt = WN > 1 ? (int)threadIdx.x : lane;
+    uint16_t *xdst = xring + (xt >> 4) * XS + (xt & 15) * 8;
+    int xrows_lane = 0; /* rows this thread copies: xt / 16 + XR t < rows */
+    /* Every thread that reads a ring slot is done with it, or its copy is
+     * visible to them all: the warp's own ring, or the block's. */
+    auto sync_ring = [] {
+        if constexpr (WN > 1)
+            __syncthreads();
+        else
+            __syncwarp();
+    };
 
     auto step_k0 = [&](int i) { return kbeg + (((i / PR) * WK + wk) * PR + i % PR) * C::kStepK; };
     /* Step i0 + v's k0 is step i0's plus this, when i0 is a multiple of PR:
@@ -295,19 +314,19 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     auto step_k0_offset = [](int v) { return ((v / PR) * WK * PR + v % PR) * C::kStepK; };
 
     /* A fast step's X (rows x 128 from k0, 16-byte aligned rows) into ring
-     * slot u, by cp.async.  Lane l copies 16 bytes at column 8 (l % 16) of
-     * rows l / 16 + 2t: from xlane, to xdst, plus constants per t. */
+     * slot u, by cp.async.  Thread xt copies 16 bytes at column 8 (xt % 16)
+     * of rows xt / 16 + XR t: from xlane, to xdst, plus constants per t. */
     auto load_x = [&](int k0, int u) {
         const uint16_t *src = xlane + k0;
 #pragma unroll
-        for (int t = 0; t < BM / 2; t++)
-            if (2 * t < xrows_lane)
-                cp_async16_l1(xdst + u * C::kXSlot + 2 * t * XS, src + (size_t)2 * t * K);
+        for (int t = 0; t < (BM + XR - 1) / XR; t++)
+            if (XR * t < xrows_lane)
+                cp_async16_l1(xdst + u * C::kXSlot + XR * t * XS, src + (size_t)XR * t * K);
     };
     /* Any step's X by plain loads and stores, zero past kend (the K tail,
      * or unaligned X). */
     auto load_x_tail = [&](int k0, uint16_t *slot) {
-        for (int c = lane; c < rows * C::kStepK; c += 32) {
+        for (int c = xt; c < rows * C::kStepK; c += XT) {
             const int r = c / C::kStepK, k = k0 + c % C::kStepK;
             slot[r * XS + c % C::kStepK] = k < kend ? xg[(size_t)r * K + k] : (uint16_t)0;
         }
@@ -387,8 +406,8 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     if (rows <= 0)
         return; /* block-uniform, and no cp.async is in flight yet */
     xg = p.x + (size_t)row0 * K;
-    xlane = xg + (size_t)(lane >> 4) * K + (lane & 15) * 8;
-    xrows_lane = rows - (lane >> 4);
+    xlane = xg + (size_t)(xt >> 4) * K + (xt & 15) * 8;
+    xrows_lane = rows - (xt >> 4);
     /* Held, not recomputed: ptxas rebuilt both addresses from the kernel
      * parameters at every copy (the X copy of a 4-bit step went from about
      * 60 instructions to 35; kernels/cuda/KERNELS.md D9). */
@@ -409,6 +428,10 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
     for (int m = 0; m < MT; m++)
         xrow[m] = min(8 * m + ltok, rows - 1) * XS + 16 * lq;
 
+    /* With more than two token tiles a thread holds the step's decoded W of
+     * all its tiles and reads X one token tile at a time (8 registers, not
+     * 8 MT): W is still decoded once per step for every token. */
+    constexpr bool kXPerTokenTile = MT > 2;
     /* One step: its W (registers) times its X (ring slot), into acc. */
     auto compute = [&](const uint32_t (&w)[NI][2][2][KW], const StepScales (&scs)[NI], const uint16_t *slot) {
         /* A post-scaled family sums the step's MMAs into t first, and
@@ -417,7 +440,7 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
          * the others, which add into acc, measured no gain from it).
          * SM70 already has two chains (the two row halves) and four
          * times the sums per thread, so it keeps one. */
-        constexpr int CH = Deq::kPostScale && !VG_QUADPAIR ? 2 : 1;
+        constexpr int CH = Deq::kPostScale && !VG_QUADPAIR && MT <= 2 ? 2 : 1;
         float t[CH][NI][MT][kAccE];
 #pragma unroll
         for (int x = 0; x < CH; x++)
@@ -431,6 +454,27 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
 #pragma unroll
         for (int h = 0; h < 2; h++) {
 #if VG_QUADPAIR
+            if constexpr (kXPerTokenTile) {
+#pragma unroll
+                for (int cc = 0; cc < 2; cc++) {
+                    uint32_t a[NI][8];
+#pragma unroll
+                    for (int j = 0; j < NI; j++)
+                        Deq::decode_words(w[j][cc][h], scs[j].pre[cc][h], a[j]);
+#pragma unroll
+                    for (int m = 0; m < MT; m++) {
+                        uint32_t b[8];
+                        x_in_pairs<Deq::kPairs>(slot + xrow[m] + 64 * h + 16 * cc, b);
+#pragma unroll
+                        for (int j = 0; j < NI; j++)
+#pragma unroll
+                            for (int s = 0; s < 4; s++) {
+                                float *d = Deq::kPostScale ? t[0][j][m] : acc[j][m];
+                                mma884(d, d + 4, a[j][2 * s], a[j][2 * s + 1], b[2 * s], b[2 * s + 1]);
+                            }
+                    }
+                }
+            } else {
             /* X token ltok of the thread's two chunks, in the weight's pairs */
             uint32_t b[2][MT][8];
 #pragma unroll
@@ -452,8 +496,31 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
                             mma884(d, d + 4, a[2 * s], a[2 * s + 1], b[cc][m][2 * s], b[cc][m][2 * s + 1]);
                         }
                 }
+            }
         }
 #else
+            if constexpr (kXPerTokenTile) {
+                uint32_t a[NI][2][8];
+#pragma unroll
+                for (int j = 0; j < NI; j++)
+#pragma unroll
+                    for (int r = 0; r < 2; r++)
+                        Deq::decode_words(w[j][r][h], scs[j].pre[r][h], a[j][r]);
+#pragma unroll
+                for (int m = 0; m < MT; m++) {
+                    uint32_t b[8];
+                    x_in_pairs<Deq::kPairs>(slot + xrow[m] + 64 * h, b);
+#pragma unroll
+                    for (int j = 0; j < NI; j++)
+#pragma unroll
+                        for (int s = 0; s < 4; s++) {
+                            float *c = Deq::kPostScale ? t[0][j][m] : acc[j][m];
+                            const uint32_t aa[4] = {a[j][0][2 * s], a[j][1][2 * s], a[j][0][2 * s + 1],
+                                                    a[j][1][2 * s + 1]};
+                            mma16816(c, aa, b[2 * s], b[2 * s + 1]);
+                        }
+                }
+            } else {
             uint32_t b[MT][8];
 #pragma unroll
             for (int m = 0; m < MT; m++)
@@ -472,6 +539,7 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
                         mma16816(c, a, b[m][2 * s], b[m][2 * s + 1]);
                     }
                 }
+            }
             }
         }
 #endif
@@ -510,9 +578,9 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
                 break;
             uint16_t *slot = xring + (u % U) * C::kXSlot;
             cp_async_wait<U - 1>();
-            __syncwarp();
+            sync_ring();
             compute(wbuf[u], sc[u], slot);
-            __syncwarp(); /* every lane is done with the slot before it is refilled */
+            sync_ring(); /* every lane is done with the slot before it is refilled */
             if (i + U < nfast)
                 load_x(kb + step_k0_offset(u + U), u % U);
             cp_async_commit();
@@ -530,9 +598,9 @@ __global__ void __launch_bounds__(WK * 32, (DecodeCfg<Deq, NI, WK, MT, UU>::kMin
         const int k0 = step_k0(i);
         load_w_tail(k0, tw, tsc);
         load_x_tail(k0, slot);
-        __syncwarp();
+        sync_ring();
         compute(tw, tsc, slot);
-        __syncwarp();
+        sync_ring();
     }
     cp_async_wait<0>();
 

@@ -94,6 +94,12 @@ struct CudaPlan {
     {{VG_PLAN_ID_DECODE(path, tile_m, tile_n, WK, U, split), "cuda", VG_PLAN_PATH(path),     \
       VG_ALL_FAMILIES, tile_m, tile_n, 128, U, split, max_rows, VG_KIND_DECODE, 0}},
 
+/* Mid decode plans: the same kernel with WN warps over N sharing one X
+ * ring (plan_list.h), offered from tile_m/2 + 1 rows (below, a plan with
+ * half the token tile wastes less). */
+#define ROW_DECODE_WN(path, tile_m, tile_n, WN, U, split, max_rows)                          \
+    {{VG_PLAN_ID_DECODE_WN(path, tile_m, tile_n, WN, U, split), "cuda", VG_PLAN_PATH(path),  \
+      VG_ALL_FAMILIES, tile_m, tile_n, 128, U, split, max_rows, VG_KIND_DECODE, tile_m / 2 + 1}},
 #define ROW_TILED(path, name, BM, BN, BK, ST, split, max_rows, WM, WN, WK)                   \
     {{VG_PLAN_ID_TILED(path, name, BM, BN, BK, ST, split), "cuda", VG_PLAN_PATH(path),       \
       VG_ALL_FAMILIES, BM, BN, BK, ST, split, max_rows, VG_KIND_TILED, 0}},
@@ -112,7 +118,7 @@ struct CudaPlan {
  * m<tokens>n<weight rows>w<warps>.u<U>.sk<split>.  Mid (M <= 64) and
  * prefill (any M): the shared-memory pipelined mainloop (gemm_kernel.cuh),
  * square tiles, warps over M and N. */
-const CudaPlan g_plans[] = {VG_CUDA_PLAN_LIST(ROW_DECODE, ROW_TILED, ROW_DQBLAS)};
+const CudaPlan g_plans[] = {VG_CUDA_PLAN_LIST(ROW_DECODE, ROW_DECODE_WN, ROW_TILED, ROW_DQBLAS)};
 static_assert(sizeof g_plans / sizeof g_plans[0] == VG_CUDA_PLAN_COUNT, "one row per list entry");
 
 /* Each family's launch functions and shared-memory sizes (gemm_<family>.cu),

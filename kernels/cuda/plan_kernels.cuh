@@ -58,11 +58,11 @@ cudaError_t launch_one(const KParams &p, dim3 grid, cudaStream_t s)
 
 /* The register-streaming decode kernel (decode_kernel.cuh), with PDL where
  * vg_cuda_pdl_enabled() says so (KERNELS.md D2). */
-template <class Deq, int NI, int WK, int MT, int U>
+template <class Deq, int NI, int WK, int MT, int U, int WN>
 cudaError_t launch_decode(const KParams &p, dim3 grid, cudaStream_t s)
 {
-    using C = DecodeCfg<Deq, NI, WK, MT, U>;
-    auto kern = vg_decode_kernel<Deq, NI, WK, MT, U>;
+    using C = DecodeCfg<Deq, NI, WK, MT, U, WN>;
+    auto kern = vg_decode_kernel<Deq, NI, WK, MT, U, WN>;
     if (C::kSmem > 48 * 1024) {
         cudaError_t e =
             cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
@@ -85,22 +85,22 @@ cudaError_t launch_decode(const KParams &p, dim3 grid, cudaStream_t s)
 /* mxfp4 and nvfp4 read a step's scales of a row in one load when the
  * scale rows allow it (DeqWords: DeqMXFP4Words, DeqNVFP4Words), byte by
  * byte otherwise (Deq). */
-template <class Deq, class DeqWords, int NI, int WK, int MT, int U>
+template <class Deq, class DeqWords, int NI, int WK, int MT, int U, int WN>
 cudaError_t launch_decode_scale_words(const KParams &p, dim3 grid, cudaStream_t s)
 {
-    return p.w.scale_vec_ok ? launch_decode<DeqWords, NI, WK, MT, U>(p, grid, s)
-                            : launch_decode<Deq, NI, WK, MT, U>(p, grid, s);
+    return p.w.scale_vec_ok ? launch_decode<DeqWords, NI, WK, MT, U, WN>(p, grid, s)
+                            : launch_decode<Deq, NI, WK, MT, U, WN>(p, grid, s);
 }
 
 /* A family's decode launcher: launch_decode, or launch_decode_scale_words
  * where the family has a word-scale variant (DeqWords not void). */
-template <class Deq, class DeqWords, int NI, int WK, int MT, int U>
+template <class Deq, class DeqWords, int NI, int WK, int MT, int U, int WN = 1>
 cudaError_t launch_decode_family(const KParams &p, dim3 grid, cudaStream_t s)
 {
     if constexpr (std::is_void<DeqWords>::value)
-        return launch_decode<Deq, NI, WK, MT, U>(p, grid, s);
+        return launch_decode<Deq, NI, WK, MT, U, WN>(p, grid, s);
     else
-        return launch_decode_scale_words<Deq, DeqWords, NI, WK, MT, U>(p, grid, s);
+        return launch_decode_scale_words<Deq, DeqWords, NI, WK, MT, U, WN>(p, grid, s);
 }
 
 } /* namespace */
@@ -110,11 +110,15 @@ cudaError_t launch_decode_family(const KParams &p, dim3 grid, cudaStream_t s)
  * had: DecodeCfg's shared memory does not depend on the scale loads). */
 #define VG_FK_LAUNCH_DECODE_(path, tile_m, tile_n, WK, U, split, max_rows)              \
     launch_decode_family<VgFamDeq, VgFamDeqWords, tile_n / 16, WK, tile_m / 8, U>,
+#define VG_FK_LAUNCH_DECODE_WN_(path, tile_m, tile_n, WN, U, split, max_rows)          \
+    launch_decode_family<VgFamDeq, VgFamDeqWords, tile_n / (16 * WN), 1, tile_m / 8, U, WN>,
 #define VG_FK_LAUNCH_TILED_(path, name, BM, BN, BK, ST, split, max_rows, WM, WN, WK)    \
     launch_one<VgFamDeq, BM, BN, BK, WM, WN, WK, ST>,
 #define VG_FK_LAUNCH_DQBLAS_(path) nullptr,
 #define VG_FK_SMEM_DECODE_(path, tile_m, tile_n, WK, U, split, max_rows)                \
     DecodeCfg<VgFamDeq, tile_n / 16, WK, tile_m / 8, U>::kSmem,
+#define VG_FK_SMEM_DECODE_WN_(path, tile_m, tile_n, WN, U, split, max_rows)            \
+    DecodeCfg<VgFamDeq, tile_n / (16 * WN), 1, tile_m / 8, U, WN>::kSmem,
 #define VG_FK_SMEM_TILED_(path, name, BM, BN, BK, ST, split, max_rows, WM, WN, WK)      \
     GemmCfg<VgFamDeq, BM, BN, BK, WM, WN, WK, ST>::kSmem,
 #define VG_FK_SMEM_DQBLAS_(path) 0,
@@ -125,9 +129,11 @@ cudaError_t launch_decode_family(const KParams &p, dim3 grid, cudaStream_t s)
     using VgFamDeqWords = DeqWords;                                                     \
     }                                                                                   \
     const vg_launch_fn vg_gemm_launch_##name[] = {VG_CUDA_PLAN_LIST(                    \
-        VG_FK_LAUNCH_DECODE_, VG_FK_LAUNCH_TILED_, VG_FK_LAUNCH_DQBLAS_)};              \
+        VG_FK_LAUNCH_DECODE_, VG_FK_LAUNCH_DECODE_WN_, VG_FK_LAUNCH_TILED_,             \
+        VG_FK_LAUNCH_DQBLAS_)};                                                         \
     const int vg_gemm_smem_##name[] = {                                                 \
-        VG_CUDA_PLAN_LIST(VG_FK_SMEM_DECODE_, VG_FK_SMEM_TILED_, VG_FK_SMEM_DQBLAS_)};  \
+        VG_CUDA_PLAN_LIST(VG_FK_SMEM_DECODE_, VG_FK_SMEM_DECODE_WN_, VG_FK_SMEM_TILED_, \
+                          VG_FK_SMEM_DQBLAS_)};                                         \
     static_assert(sizeof vg_gemm_launch_##name / sizeof vg_gemm_launch_##name[0] ==     \
                       VG_CUDA_PLAN_COUNT,                                               \
                   #name ": one launch function per plan of the list");                  \

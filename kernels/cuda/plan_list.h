@@ -3,8 +3,8 @@
  * order `voltgate plans` prints and the tie-break order of measurements;
  * LUT files and bench history name plans by the id derived here).
  *
- * VG_CUDA_PLAN_LIST(DECODE, TILED, DQBLAS) calls one of its three macro
- * arguments per entry:
+ * VG_CUDA_PLAN_LIST(DECODE, DECODE_WN, TILED, DQBLAS) calls one of its four
+ * macro arguments per entry:
  *
  *   DECODE(path, tile_m, tile_n, WK, U, split, max_rows)
  *       vg_decode_kernel<Deq, NI = tile_n/16, WK, MT = tile_m/8, U>
@@ -16,6 +16,15 @@
  *       W comes from DRAM about once and from L2 after) and are timed
  *       against the mid tiles at 17-64 rows (issue 31).
  *       id: cuda.<path>.decode.m<tile_m>n<tile_n>w<WK>.u<U>.sk<split>
+ *   DECODE_WN(path, tile_m, tile_n, WN, U, split, max_rows)
+ *       vg_decode_kernel<Deq, NI = tile_n/(16 WN), 1, MT = tile_m/8, U, WN>:
+ *       the same kernel with its WN warps side by side over N instead of
+ *       over K, so the block's warps share one X ring (one copy of the
+ *       token tile for tile_n weight rows, where WK warps each copy their
+ *       own for 16 NI) and each weight element is decoded once for all
+ *       tile_m tokens: the mid sizes (issue 31; KERNELS.md D36).  Offered
+ *       from tile_m/2 + 1 rows.
+ *       id: cuda.<path>.decode.m<tile_m>n<tile_n>wn<WN>.u<U>.sk<split>
  *   TILED(path, name, BM, BN, BK, ST, split, max_rows, WM, WN, WK)
  *       vg_gemm_kernel<Deq, BM, BN, BK, WM, WN, WK, ST> (gemm_kernel.cuh):
  *       the shared-memory pipelined mainloop, ST pipeline stages, a WM x WN
@@ -34,7 +43,7 @@
 #ifndef VG_CUDA_PLAN_LIST_H
 #define VG_CUDA_PLAN_LIST_H
 
-#define VG_CUDA_PLAN_LIST(DECODE, TILED, DQBLAS)                                       \
+#define VG_CUDA_PLAN_LIST(DECODE, DECODE_WN, TILED, DQBLAS)                            \
     DECODE(dense, 8, 32, 4, 2, 1, 8)                                                       \
     DECODE(dense, 8, 32, 4, 2, 2, 8)                                                       \
     DECODE(dense, 8, 32, 4, 2, 4, 8)                                                       \
@@ -53,6 +62,13 @@
     DECODE(dense, 8, 16, 8, 4, 1, 8)                                                       \
     DECODE(dense, 8, 16, 16, 2, 1, 8)                                                      \
     DECODE(dense, 16, 16, 8, 4, 1, 64)                                                      \
+    DECODE_WN(dense, 32, 64, 4, 2, 1, 64)                                                   \
+    DECODE_WN(dense, 32, 64, 4, 2, 2, 64)                                                   \
+    DECODE_WN(dense, 32, 128, 8, 2, 2, 64)                                                  \
+    DECODE_WN(dense, 64, 64, 4, 2, 1, 256)                                                  \
+    DECODE_WN(dense, 64, 64, 4, 2, 2, 256)                                                  \
+    DECODE_WN(dense, 64, 128, 8, 2, 2, 256)                                                 \
+    DECODE_WN(dense, 64, 128, 8, 2, 4, 256)                                                 \
     TILED(dense, mid, 64, 64, 128, 4, 1, 64, 2, 2, 1)                                   \
     TILED(dense, mid, 64, 64, 128, 4, 2, 64, 2, 2, 1)                                   \
     TILED(dense, prefill, 128, 128, 64, 3, 1, 0, 2, 4, 1)                               \
@@ -80,6 +96,9 @@
     DECODE(grouped, 8, 16, 8, 4, 1, 8)                                                     \
     DECODE(grouped, 8, 16, 16, 2, 1, 8)                                                    \
     DECODE(grouped, 16, 16, 8, 4, 1, 16)                                                    \
+    DECODE_WN(grouped, 32, 64, 4, 2, 1, 64)                                                 \
+    DECODE_WN(grouped, 64, 64, 4, 2, 1, 256)                                                \
+    DECODE_WN(grouped, 64, 128, 8, 2, 1, 256)                                               \
     TILED(grouped, mid, 64, 64, 128, 4, 1, 0, 2, 2, 1)                                  \
     TILED(grouped, mid, 64, 64, 128, 2, 1, 0, 2, 2, 1)                                  \
     TILED(grouped, mid, 64, 64, 64, 3, 1, 0, 2, 2, 1)                                   \
@@ -89,6 +108,8 @@
 /* The ids, from an entry's tokens. */
 #define VG_PLAN_ID_DECODE(path, tile_m, tile_n, WK, U, split)                          \
     "cuda." #path ".decode.m" #tile_m "n" #tile_n "w" #WK ".u" #U ".sk" #split
+#define VG_PLAN_ID_DECODE_WN(path, tile_m, tile_n, WN, U, split)                       \
+    "cuda." #path ".decode.m" #tile_m "n" #tile_n "wn" #WN ".u" #U ".sk" #split
 #define VG_PLAN_ID_TILED(path, name, BM, BN, BK, ST, split)                            \
     "cuda." #path "." #name ".m" #BM "n" #BN "k" #BK ".s" #ST ".sk" #split
 #define VG_PLAN_ID_DQBLAS(path) "cuda." #path ".dqcublas"
@@ -101,6 +122,7 @@
 /* The number of entries, a constant expression. */
 #define VG_PLAN_COUNT_ONE_(...) +1
 #define VG_CUDA_PLAN_COUNT                                                              \
-    (0 VG_CUDA_PLAN_LIST(VG_PLAN_COUNT_ONE_, VG_PLAN_COUNT_ONE_, VG_PLAN_COUNT_ONE_))
+    (0 VG_CUDA_PLAN_LIST(VG_PLAN_COUNT_ONE_, VG_PLAN_COUNT_ONE_, VG_PLAN_COUNT_ONE_,           \
+                         VG_PLAN_COUNT_ONE_))
 
 #endif
