@@ -482,8 +482,10 @@ int run_kernel_row(bench *b, const char *name, const wset *w, vg_family fam,
 
 /* The fastest of plans[] (all of one kind, offered at M) on the dense path,
  * as one row.  Each plan is timed as a forced row is (time_call: the
- * bench's own graph over weight copies, not the tuner's timer, so that the
- * row compares with the tuned row and the cuBLAS peer beside it); when
+ * bench's own graph over weight copies).  The tuner's candidate times are
+ * not reused: they reach only the trace, exist only inside its tuning
+ * limits and keep no samples; these rows compare sample by sample with the
+ * tuned row and the cuBLAS peer beside them at every M.  When
  * more than one ran, the winner is timed once more and that timing is the
  * row, so its median is not the luckiest of several.  A plan whose call
  * fails is left out, as the tuner leaves it out, and named on stderr; a
