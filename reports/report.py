@@ -55,11 +55,12 @@ from report_rule import (  # noqa: E402,F401
 )
 from report_plots import (  # noqa: E402,F401
     matplotlib_missing, _plt, _save, _short_name, run_labels, plot_history, _plot_bandwidth_trend,
-    plot_bandwidth, _ratio, plot_golden, plot_replay, plot_coverage,
+    plot_bandwidth, _ratio, plot_golden, plot_replay, plot_coverage, crossover_series, plot_crossover,
+    CROSSOVER_TUNED, CROSSOVER_PEER,
 )
 from report_page import (  # noqa: E402,F401
     _e, loop_vs_grouped, tuner_vs_heuristic, CSS, Html, _link, _anchor, _table, _fmt, _href,
-    golden_case_table, v100_ceiling_lookup, v100_model_section, render_page,
+    golden_case_table, v100_ceiling_lookup, v100_model_section, render_page, crossover_table,
 )
 
 
@@ -68,7 +69,7 @@ def write_report(runs, latest, baseline, args, problems, target_list=(), targets
     written, target lines, bisect recipe)."""
     os.makedirs(args.out, exist_ok=True)
     for name in os.listdir(args.out):            # plots of an earlier report
-        if name.endswith(".png") and re.match(r"^(history|bandwidth|golden|replay|coverage)", name):
+        if name.endswith(".png") and re.match(r"^(history|bandwidth|golden|replay|coverage|crossover)", name):
             os.unlink(os.path.join(args.out, name))
     bench_res, golden_res = compare_runs(latest, baseline, args.min_effect, args.alpha)
     perf, gold = flagged(bench_res, golden_res)
@@ -81,7 +82,7 @@ def write_report(runs, latest, baseline, args, problems, target_list=(), targets
         # The verdict and the tables do not need plots: a machine set up with
         # VG_DEPS=build (no matplotlib) still gets them, and the page says why
         # the plots are absent.
-        plots = dict.fromkeys(("history", "bandwidth", "golden", "replay", "coverage"), [])
+        plots = dict.fromkeys(("history", "bandwidth", "golden", "replay", "coverage", "crossover"), [])
         plot_note = (f"Plots not drawn: {no_matplotlib}; "
                      "apt-get install python3-matplotlib (or make deps) draws them.")
         print(f"report.py: {plot_note}", file=sys.stderr)
@@ -95,6 +96,7 @@ def write_report(runs, latest, baseline, args, problems, target_list=(), targets
                  "bandwidth": plot_bandwidth(latest, args.out, written, target_list),
                  "golden": plot_golden(latest, args.out, written),
                  "replay": plot_replay(runs, latest, args.out, written),
+                 "crossover": plot_crossover(latest, args.out, written),
                  "coverage": plot_coverage(runs, args.out, written)}
     page = render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots, problems, args,
                        (target_lines, targets_error), recipe, plot_note)

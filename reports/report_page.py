@@ -6,6 +6,7 @@ import re
 
 import stats
 import targets as vgtargets
+from report_plots import CROSSOVER_PEER, CROSSOVER_TUNED, crossover_series
 from report_runs import _natural, _slug
 from report_rule import (
     _worst, golden_by_case, nothing_compared_text, reproduce_command, rows_compared,
@@ -75,6 +76,29 @@ def tuner_vs_heuristic(run, margin=0.10):
                     "tuned_plan": on["plan"], "tuned_us": on["median_us"], "decision": on["decision"],
                     "loss": loss, "mark": "slower" if loss > margin else ("faster" if loss < -margin else "")})
     out.sort(key=lambda r: (-r["loss"], r["backend"], _natural(r["variant"])))
+    return out
+
+
+def crossover_table(run):
+    """Rows of the crossover table, one per (backend, family, shape, M) of
+    crossover_series: the tuned choice, the fastest plan of any kind, the
+    tuned time over it, cuBLAS BF16 and the tuned choice's speedup over it."""
+    out = []
+    for (backend, family), shapes in sorted(crossover_series(run).items()):
+        for shape in sorted(shapes, key=_natural):
+            lines = {line: {m: (us, plan) for m, us, plan in pts} for line, pts in shapes[shape].items()}
+            tuned, peer = lines.get(CROSSOVER_TUNED, {}), lines.get(CROSSOVER_PEER, {})
+            kinds = {line[len("kind="):]: pts for line, pts in lines.items() if line.startswith("kind=")}
+            for m in sorted({m for pts in kinds.values() for m in pts}):
+                best = min(((pts[m][0], kind, pts[m][1]) for kind, pts in kinds.items() if m in pts), default=None)
+                t_us, t_plan = tuned.get(m, (None, None))
+                p_us = peer.get(m, (None, None))[0]
+                out.append({"backend": backend, "family": family, "shape": shape, "m": m,
+                            "tuned_us": t_us, "tuned_plan": t_plan,
+                            "best_us": best[0] if best else None, "best_kind": best[1] if best else None,
+                            "best_plan": best[2] if best else None,
+                            "tuned_over_best": t_us / best[0] if t_us and best else None,
+                            "peer_us": p_us, "speedup": p_us / t_us if p_us and t_us else None})
     return out
 
 
@@ -214,6 +238,16 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
              f"baseline: {_e(baseline.short + ('*' if baseline.dirty else '') + ' of ' + baseline.date) if baseline else 'none (first run)'}; "
              f"{len(runs)} run(s) in the history.</p>")
     missing = latest.missing()
+    def images(titles, wide=False):
+        if plot_note:
+            return f"<p class='muted'>{_e(plot_note)}</p>"
+        if not titles:
+            return ("<p class='muted'>Nothing to plot" + (": not measured in this run (see the top of the page)"
+                                                          if missing else "") + ".</p>")
+        imgs = "".join(f"<img id='{_anchor(png)}' src='{_e(png)}' alt='{_e(t)}' class='{'wide' if wide else ''}'>"
+                       for t, png in titles)
+        return imgs if wide else f"<div class='grid'>{imgs}</div>"
+
     incomplete = f" (incomplete run: {len(missing)} part(s) not measured, listed below)" if missing else ""
     if perf or gold:
         p.append(f"<div class='verdict bad'>REGRESSED: {len(perf)} benchmark row(s), "
@@ -374,6 +408,31 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
         p.append("<p class='muted'>No row where tuning picked another plan than the heuristic "
                  "(or no tune=on/off pairs in this run).</p>")
 
+    # The crossover (issue 31): each plan kind, the tuned choice and cuBLAS against M.
+    p.append("<h2>Crossover: time against M per family (latest run)</h2>")
+    cross = crossover_table(latest)
+    if cross:
+        p.append("<p>From <code>voltgate bench --shape crossover</code>: at each M the fastest plan of each "
+                 "plan kind the tuner offers there (every plan of the kind timed as the bench times a layer, "
+                 "the fastest timed again for its row: <code>.../kind=KIND</code>), the tuned choice "
+                 "(<code>tune=on</code>) and cuBLAS BF16 on the dequantized weight, log-log. Issue 31's "
+                 "targets on these rows are in the Speed targets table.</p>")
+        p.append(images(plots.get("crossover", []), wide=True))
+        slow = sum(1 for r in cross if r["tuned_over_best"] and r["tuned_over_best"] > 1.03)
+        p.append(f"<details><summary>{len(cross)} crossover row(s); the tuned choice more than 3 % slower "
+                 f"than the fastest plan at {slow}</summary>" +
+                 _table(["backend", "family", "shape", "M", "tuned us", "tuned plan", "fastest plan us",
+                         "its kind", "its plan", "tuned / fastest", "cuBLAS BF16 us", "tuned speedup over cuBLAS"],
+                        [[r["backend"], r["family"], r["shape"], r["m"], _fmt(r["tuned_us"]),
+                          r["tuned_plan"] or "-", _fmt(r["best_us"]), r["best_kind"] or "-", r["best_plan"] or "-",
+                          _fmt(r["tuned_over_best"], "{:.3f}"), _fmt(r["peer_us"]), _fmt(r["speedup"], "{:.2f}x")]
+                         for r in cross],
+                        ["bad" if r["tuned_over_best"] and r["tuned_over_best"] > 1.03 else "" for r in cross])
+                 + "</details>")
+    else:
+        p.append("<p class='muted'>No crossover rows in this run: <code>voltgate bench --shape crossover</code> "
+                 "writes them (runs from before issue 31 have no per-kind rows, so no crossover).</p>")
+
     # All benchmark rows against the baseline.
     p.append("<h2>Benchmarks against the baseline</h2>")
     if bench_res:
@@ -398,16 +457,6 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
                         rows, cls))
     else:
         p.append("<p class='muted'>No benchmark rows in the latest run.</p>")
-
-    def images(titles, wide=False):
-        if plot_note:
-            return f"<p class='muted'>{_e(plot_note)}</p>"
-        if not titles:
-            return ("<p class='muted'>Nothing to plot" + (": not measured in this run (see the top of the page)"
-                                                          if missing else "") + ".</p>")
-        imgs = "".join(f"<img id='{_anchor(png)}' src='{_e(png)}' alt='{_e(t)}' class='{'wide' if wide else ''}'>"
-                       for t, png in titles)
-        return imgs if wide else f"<div class='grid'>{imgs}</div>"
 
     p.append("<h2>Bandwidth fraction per path and family</h2>" + images(plots["bandwidth"], wide=True))
     p.append("<h2>Golden error against tolerance</h2>" + images(plots["golden"], wide=True))

@@ -1,6 +1,7 @@
 """The report's PNG plots (matplotlib, imported only when a plot is drawn).
 """
 import os
+import re
 import sys
 
 from report_runs import _natural, _slug
@@ -337,3 +338,94 @@ def plot_coverage(runs, out_dir, written):
     ax.set_title("coverage over runs")
     ax.legend(loc="lower left", fontsize=9)
     return [("coverage", _save(fig, out_dir, "coverage.png", written))]
+
+
+# ---- the crossover (issue 31) ---------------------------------------------------------------
+
+CROSSOVER_TUNED = "tuned choice (tune=on)"
+CROSSOVER_PEER = "cuBLAS BF16 (dequantized W)"
+_CROSS_KERNEL = re.compile(r"^[^/]+/dense/[^/]+/m([0-9]+)/(kind=(?P<kind>.+)|tune=on)$")
+_CROSS_PEER = re.compile(r"^[^/]+/peer-cublas-bf16/m([0-9]+)( \[.*\])?$")
+
+
+def crossover_series(run):
+    """The crossover of the latest run, as data: {(backend, family): {shape:
+    {line: [(M, median us, plan), ...] by M}}}, where shape is n<N>k<K> from
+    the row's own fields (so prefill4096's M=N=K=4096 row joins n4096k4096)
+    and a line is each plan kind's fastest plan ("kind=tiled", from the
+    .../kind=KIND rows), CROSSOVER_TUNED (the tune=on row) and CROSSOVER_PEER
+    (cuBLAS BF16 at the same shape and M, shared by every family of the
+    run).  Only a family with kind rows has a crossover: a run from before
+    the kind rows (or without --shape crossover) gives {}."""
+    kernels, peers = {}, {}
+    for (backend, name), row in run.bench.items():
+        if row.get("path") != "dense" or not row.get("median_us"):
+            continue
+        shape = f"n{row['n']}k{row['k']}"
+        m = _CROSS_KERNEL.match(name) if row["kind"] == "kernel" else None
+        if m:
+            line = f"kind={m.group('kind')}" if m.group("kind") else CROSSOVER_TUNED
+            kernels.setdefault((backend, row["family"]), {}).setdefault(shape, {}).setdefault(line, {})[
+                row["m"]] = (row["m"], row["median_us"], row.get("plan"))
+            continue
+        p = _CROSS_PEER.match(name) if row["kind"] == "peer" else None
+        # Each family's bench file has its own peer row; a record keeps the
+        # first under the plain name (record.py): that one wins.
+        if p and (not p.group(2) or row["m"] not in peers.get((backend, shape), {})):
+            peers.setdefault((backend, shape), {})[row["m"]] = (row["m"], row["median_us"], row.get("plan"))
+    out = {}
+    for (backend, family), shapes in kernels.items():
+        if not any(line.startswith("kind=") for lines in shapes.values() for line in lines):
+            continue
+        fam = out.setdefault((backend, family), {})
+        for shape, lines in shapes.items():
+            if not any(line.startswith("kind=") for line in lines):
+                continue
+            ms = {m for pts in lines.values() for m in pts}
+            series = {line: [pts[m] for m in sorted(pts)] for line, pts in sorted(lines.items())}
+            peer = peers.get((backend, shape), {})
+            if any(m in peer for m in ms):
+                series[CROSSOVER_PEER] = [peer[m] for m in sorted(peer) if m in ms]
+            fam[shape] = series
+    return out
+
+
+def plot_crossover(run, out_dir, written):
+    """One PNG per (backend, family) of crossover_series: median time against
+    M, log-log, a panel per shape, a line per plan kind (its fastest plan),
+    one for the tuned choice and one for cuBLAS BF16.  Returns [(title, png)]."""
+    data = crossover_series(run)
+    if not data:
+        return []
+    plt = _plt()
+    out = []
+    # The tuned choice is a wide pale band under the kinds' lines: where it
+    # follows the fastest kind (as it should) that kind stays visible on it.
+    styles = {CROSSOVER_TUNED: dict(color="black", linewidth=5, alpha=0.3, marker="o", zorder=1),
+              CROSSOVER_PEER: dict(color="tab:red", linewidth=1.8, linestyle="--", marker="s", zorder=3)}
+    markers = "^vD<>"
+    for (backend, family), shapes in sorted(data.items()):
+        names = sorted(shapes, key=_natural)
+        fig, axes = plt.subplots(1, len(names), figsize=(6.2 * len(names), 4.2), squeeze=False)
+        for ax, shape in zip(axes[0], names):
+            kinds = [ln for ln in shapes[shape] if ln.startswith("kind=")]
+            for i, line in enumerate(kinds + [ln for ln in (CROSSOVER_TUNED, CROSSOVER_PEER) if ln in shapes[shape]]):
+                pts = shapes[shape][line]
+                style = styles.get(line, dict(color=f"C{i}", linewidth=1.4, marker=markers[i % len(markers)],
+                                              zorder=2))
+                label = line[len("kind="):] + " (fastest plan of the kind)" if line.startswith("kind=") else line
+                ax.plot([m for m, _, _ in pts], [us for _, us, _ in pts], markersize=4, label=label, **style)
+            ms = sorted({m for pts in shapes[shape].values() for m, _, _ in pts})
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xticks(ms)
+            ax.set_xticklabels([str(m) for m in ms], rotation=45 if len(ms) > 6 else 0)
+            ax.minorticks_off()
+            ax.set_xlabel("M (rows of X)")
+            ax.set_ylabel("median us (log)")
+            ax.set_title(f"{shape}")
+        axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        title = f"{backend} {family}: time against M (crossover)"
+        fig.suptitle(title)
+        out.append((title, _save(fig, out_dir, f"crossover-{_slug(backend + '-' + family)}.png", written)))
+    return out

@@ -126,6 +126,10 @@ def _bench_cmd_for(row):
         return None
     prefix = row["name"].split("/", 1)[0]
     shape = "wo_a" if prefix == "wo_a" else ("prefill" if prefix.startswith("prefill") else "dense")
+    # Only the crossover writes the per-kind rows and the dense rows past
+    # 16 rows (issue 31).
+    if "/kind=" in row["name"] or (shape == "dense" and row.get("m", 0) > 16):
+        shape = "crossover"
     return f"{{build}}/bin/voltgate bench --backend {row['backend']} --family {row['family']} --shape {shape} " \
            "--json {json}"
 

@@ -11,13 +11,24 @@ it reads from each row and the least value that meets it.  Values:
                        row named by re.sub(over.pattern, over.repl, name):
                        a cuBLAS peer, the same layer on another path, or
                        the same layer in another family
+  speedup_over_fastest the fastest partner's median / row median, where the
+                       partners are the rows whose whole name matches
+                       re.sub(over.pattern, over.repl, name) read as a
+                       regular expression (the parts of the name that the
+                       pattern's groups carry into it are escaped): the
+                       tuned row against the fastest plan of every kind,
+                       .../tune=on against .../kind=.+ (under 1: the tuned
+                       choice is slower than the best plan)
   v100_ceiling         the V100 model's ceiling of a kernel (sass_model.py;
                        the record's v100_model): rows of backend
                        "v100-model" named TILE/FAMILY, e.g.
                        decode.m8n16w4.u2/awq (model_rows below)
 
 The name pattern's named groups that "by" lists split a target into lines
-(one per family, one per shape, ...).  "expect" lists what a whole run has:
+(one per family, one per shape, ...); "alias" maps a group's value to
+another's line ({"shape": {"prefill4096": "n4096k4096"}}: the crossover's
+M=N=K=4096 row runs under prefill4096's name and belongs to the N=K=4096
+line).  "expect" lists what a whole run has:
 the values of each "by" group (so that a family the run lacks gets its own
 line) and the token counts of each line.  A line is
 
@@ -60,7 +71,8 @@ import re
 import sys
 
 DEFAULT_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets.json")
-VALUES = ("bandwidth_fraction", "ceiling_fraction", "speedup", "v100_ceiling")
+VALUES = ("bandwidth_fraction", "ceiling_fraction", "speedup", "speedup_over_fastest", "v100_ceiling")
+PARTNER_VALUES = ("speedup", "speedup_over_fastest")
 MODEL_BACKEND = "v100-model"
 
 
@@ -114,25 +126,55 @@ def load_targets(path=DEFAULT_FILE):
             _fail(path, f'{where}: "expect" maps "tokens" or a "by" group to a non-empty list')
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in expect.get("tokens", [])):
             _fail(path, f'{where}: "expect.tokens" must list integers')
+        alias = t.get("alias", {})
+        if not isinstance(alias, dict) or any(
+                g not in by or not isinstance(m, dict) or
+                not all(isinstance(k, str) and isinstance(v, str) for k, v in m.items())
+                for g, m in alias.items()):
+            _fail(path, f'{where}: "alias" maps a "by" group to {{value: value}} strings')
         over = None
-        if t["value"] == "speedup":
+        if t["value"] in PARTNER_VALUES:
             o = t.get("over")
             if not isinstance(o, dict) or not all(isinstance(o.get(k), str) for k in ("pattern", "repl")):
-                _fail(path, f'{where}: a speedup needs "over": {{"pattern": ..., "repl": ...}}')
+                _fail(path, f'{where}: a {t["value"]} needs "over": {{"pattern": ..., "repl": ...}}')
             try:
                 over = (re.compile(o["pattern"]), o["repl"])
             except re.error as exc:
                 _fail(path, f'{where}: "over.pattern" is not a regular expression: {exc}')
         elif "over" in t:
             _fail(path, f'{where}: "over" belongs to a speedup only')
+        if t["value"] == "speedup_over_fastest":
+            try:
+                re.compile(re.sub(r"\\[0-9]+", "", over[1]))
+            except re.error as exc:
+                _fail(path, f'{where}: "over.repl" does not make a regular expression: {exc}')
+            if any(int(g) > over[0].groups for g in re.findall(r"\\([0-9]+)", over[1])):
+                _fail(path, f'{where}: "over.repl" names a group "over.pattern" does not have')
         out.append({"id": t["id"], "source": t["source"], "text": t["text"], "backend": t["backend"],
                     "name_re": name_re, "tokens": tokens, "by": by, "value": t["value"],
-                    "min": float(t["min"]), "over": over, "expect": expect})
+                    "min": float(t["min"]), "over": over, "expect": expect, "alias": alias})
     return out
+
+
+def _partner_regex(over, name):
+    """The regular expression of a speedup_over_fastest target's partners
+    of row `name`: re.sub(pattern, repl, name), with what the pattern's
+    groups carry (\\1 ...) escaped, so a '+' or '.' of a name stays itself."""
+    pattern, repl = over
+    return pattern.sub(lambda m: re.sub(r"\\([0-9]+)", lambda g: re.escape(m.group(int(g.group(1))) or ""),
+                                        repl), name)
 
 
 def _row_value(target, name, row, rows):
     """(value, partner name); value None when the row (or its partner) has none."""
+    if target["value"] == "speedup_over_fastest":
+        partner_re = re.compile(_partner_regex(target["over"], name))
+        partners = [(r["median_us"], n) for n, r in rows.items()
+                    if n != name and r.get("median_us") and partner_re.fullmatch(n)]
+        if not partners or not row.get("median_us"):
+            return None, None
+        fastest, partner_name = min(partners)
+        return fastest / row["median_us"], partner_name
     if target["value"] != "speedup":
         value = row.get(target["value"])
         return (value if value is not None and value > 0 else None), None
@@ -167,7 +209,8 @@ def evaluate(targets, bench):
             if not m or row.get("kind") != "kernel" or not t["tokens"][0] <= row.get("tokens", 0) <= t["tokens"][1]:
                 continue
             value, _ = _row_value(t, name, row, by_backend)
-            groups.setdefault(tuple(m.group(b) for b in t["by"]), []).append((value, name, row))
+            key = tuple(t["alias"].get(b, {}).get(m.group(b), m.group(b)) for b in t["by"])
+            groups.setdefault(key, []).append((value, name, row))
         # The lines a whole run has: every combination of the expected values
         # (a "by" group without a list takes the values found).
         axes = [t["expect"].get(b) or sorted({k[i] for k in groups}) for i, b in enumerate(t["by"])]
@@ -255,7 +298,7 @@ def reach_text(ln):
 
 def value_spec(ln):
     """The format of a line's values: a speedup as 1.80x, a fraction as 0.750."""
-    return "{:.2f}x" if ln["value"] == "speedup" else "{:.3f}"
+    return "{:.2f}x" if ln["value"] in PARTNER_VALUES else "{:.3f}"
 
 
 def gaps(ln):

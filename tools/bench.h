@@ -104,6 +104,10 @@ vg_status bench_time_graph(bench *b, void *exec, int copies, double *samples);
 int run_kernel_row(bench *b, const char *name, const wset *w, vg_family fam,
                    vg_path path, int tokens, int m, const int32_t *offsets,
                    const uint16_t *x16, const double *ref, int tune, const vg_plan *forced);
+/* One row for one plan kind at M (dense): the fastest of plans[], all of
+ * that kind and offered at M (bench_rows.c says how it is timed). */
+int run_kind_row(bench *b, const char *name, const wset *w, vg_family fam, int m,
+                 const uint16_t *x16, const double *ref, const vg_plan *const *plans, size_t n);
 
 /* ---- peers (bench_peers.c) */
 int peer_w_make(bench *b, peer_w *p, const wset *w, int bf16);
@@ -117,11 +121,12 @@ int measure_copy(bench *b);
 const char *unknown_plan(const opts *o, const char *list, size_t *len);
 void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int K);
 void bench_dense(bench *b, vg_cublas *h, const char *shape, int N, int K, const int *ms,
-                 int nms);
+                 int nms, const int *kind_ms, int nkind_ms);
 
 /* ---- output (bench_output.c) */
 void print_tables(const bench *b, const char *shape, int G, int N, int K);
 void print_dense(const bench *b, const char *shape, const int *ms, int nms);
+void print_kinds(const bench *b, const char *shape, const char *square, const int *ms, int nms);
 void print_forced(const bench *b, const char *shape);
 int bench_write_json(bench *b);
 

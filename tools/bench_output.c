@@ -103,6 +103,69 @@ void print_dense(const bench *b, const char *shape, const int *ms, int nms)
         }
 }
 
+/* The row of shape (else of square: the crossover's M=N=K row runs under
+ * prefill4096's name) named .../dense/FAMILY/mM/WHAT, or NULL. */
+static const result *dense_row(const bench *b, const char *shape, const char *square, int m,
+                               const char *what)
+{
+    char key[160];
+    const char *fam = vg_family_name(b->o.family);
+    snprintf(key, sizeof key, "%s/dense/%s/m%d/%s", shape, fam, m, what);
+    const result *r = find_result(b, key);
+    if (!r && square) {
+        snprintf(key, sizeof key, "%s/dense/%s/m%d/%s", square, fam, m, what);
+        r = find_result(b, key);
+    }
+    return r;
+}
+
+/* The crossover: at each M the fastest plan of each kind (the kind rows),
+ * the tuned choice (the last --tune setting run: on when both ran) and the
+ * cuBLAS BF16 peer; tuned/best is the tuned time over the fastest kind's. */
+void print_kinds(const bench *b, const char *shape, const char *square, const int *ms, int nms)
+{
+    const opts *o = &b->o;
+    const char *tune = o->tunes[o->ntunes - 1] ? "tune=on" : "tune=off";
+    printf("\n%s crossover (%s): us of the fastest plan of each kind, the %s row and cuBLAS "
+           "BF16\n", shape, vg_family_name(o->family), tune);
+    printf("%6s %10s", "M", tune);
+    for (int k = 0; k < VG_KIND_COUNT; k++)
+        printf(" %14s", vg_plan_kind_name((vg_plan_kind)k));
+    if (o->cuda)
+        printf(" %10s", "bf16");
+    printf(" %10s  %s\n", "tuned/best", "tuned plan");
+    char what[64], peer[160];
+    for (int i = 0; i < nms; i++) {
+        const result *t = dense_row(b, shape, square, ms[i], tune);
+        double best = NAN;
+        int any = 0;
+        const result *kr[VG_KIND_COUNT];
+        for (int k = 0; k < VG_KIND_COUNT; k++) {
+            snprintf(what, sizeof what, "kind=%s", vg_plan_kind_name((vg_plan_kind)k));
+            kr[k] = dense_row(b, shape, square, ms[i], what);
+            if (kr[k]) {
+                any = 1;
+                best = isnan(best) || kr[k]->median_us < best ? kr[k]->median_us : best;
+            }
+        }
+        if (!t && !any)
+            continue;   /* another shard's M */
+        printf("%6d %10.2f", ms[i], t ? t->median_us : NAN);
+        for (int k = 0; k < VG_KIND_COUNT; k++)
+            printf(" %14.2f", kr[k] ? kr[k]->median_us : NAN);
+        if (o->cuda) {
+            snprintf(peer, sizeof peer, "%s/peer-cublas-bf16/m%d", shape, ms[i]);
+            const result *p = find_result(b, peer);
+            if (!p && square) {
+                snprintf(peer, sizeof peer, "%s/peer-cublas-bf16/m%d", square, ms[i]);
+                p = find_result(b, peer);
+            }
+            printf(" %10.2f", p ? p->median_us : NAN);
+        }
+        printf(" %10.3f  %s\n", t ? t->median_us / best : NAN, t ? t->plan : "-");
+    }
+}
+
 /* --plan: one line per forced plan and row of the shape, in the order run. */
 void print_forced(const bench *b, const char *shape)
 {

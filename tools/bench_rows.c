@@ -298,7 +298,6 @@ static vg_status gemm_call(bench *b, const vg_plan *forced, const vg_gemm_args *
     return vg_gemm_with_plan(b->dev, forced->id, a);
 }
 
-/* Times one layer call (path, rows per group) through the runtime. */
 vg_status bench_time_graph(bench *b, void *exec, int copies, double *samples)
 {
     void *timer = NULL;
@@ -320,21 +319,39 @@ vg_status bench_time_graph(bench *b, void *exec, int copies, double *samples)
     return st;
 }
 
-int run_kernel_row(bench *b, const char *name, const wset *w, vg_family fam,
-                   vg_path path, int tokens, int m, const int32_t *offsets,
-                   const uint16_t *x16, const double *ref, int tune, const vg_plan *forced)
+/* What one timed layer call gave: the plan that ran and how it was decided,
+ * the relative RMS error of a separate checked call, and the workspace the
+ * plan needs for the call (the dequantize + cuBLAS kind's FP16 copy). */
+typedef struct call_timing {
+    vg_dispatch_info info;
+    double rel_rms;
+    int have_ws;
+    size_t ws_bytes;
+} call_timing;
+
+/* Times one layer call (path, M rows) through the runtime's decision, or
+ * the plan forced, into samples[b->o.samples]: the call is checked once on
+ * a poisoned output, then timed over every weight copy (a CUDA graph of R
+ * calls; on the CPU R calls on the host clock).  Adds no row: the callers
+ * decide what a timing becomes (run_kernel_row, run_kind_row). */
+static vg_status time_call(bench *b, const wset *w, vg_path path, int m, const int32_t *offsets,
+                           const uint16_t *x16, const double *ref, int tune, const vg_plan *forced,
+                           double *samples, call_timing *out)
 {
     const int N = w->N, K = w->K;
     size_t ybytes = (size_t)m * N * 2;
+    memset(out, 0, sizeof *out);
+    out->rel_rms = NAN;
     void *dx = dev_upload(b, x16, (size_t)m * K * 2);
     void *dy = dev_upload(b, NULL, ybytes);
     void *doff = offsets ? dev_upload(b, offsets, sizeof(int32_t) * (size_t)(w->G + 1)) : NULL;
     uint16_t *y = malloc(ybytes);
-    double *samples = calloc((size_t)b->o.samples, sizeof(double));
-    int rc = -1;
     void *exec = NULL;
-    if (!dx || !dy || (offsets && !doff) || !y || !samples)
+    vg_status st = VG_OK;
+    if (!dx || !dy || (offsets && !doff) || !y) {
+        st = vg_fail(VG_ERR_NO_MEMORY, "buffers for M=%d", m);
         goto out;
+    }
 
     vg_gemm_args a;
     memset(&a, 0, sizeof a);
@@ -347,14 +364,13 @@ int run_kernel_row(bench *b, const char *name, const wset *w, vg_family fam,
     a.y = dy;
     a.y_dtype = VG_DTYPE_F16;
     a.stream = b->stream;
-    if (vg_policy_enter(b->dev, b->cfg[tune]) != VG_OK)
+    if ((st = vg_policy_enter(b->dev, b->cfg[tune])) != VG_OK)
         goto out;
-    vg_dispatch_info info;
-    memset(&info, 0, sizeof info);
+    vg_dispatch_info *info = &out->info;
     a.w.q = w->q[0];
     a.w.scale = w->scale[0];
     a.w.zero = w->zero[0];
-    vg_status st = gemm_call(b, forced, &a, &info);
+    st = gemm_call(b, forced, &a, info);
     if (st == VG_OK)
         st = vg_device_synchronize(b->dev, b->stream);
     /* Correctness of a separate call (poisoned output). */
@@ -364,7 +380,7 @@ int run_kernel_row(bench *b, const char *name, const wset *w, vg_family fam,
         st = vg_device_synchronize(b->dev, b->stream);
     if (st == VG_OK)
         st = vg_device_download(b->dev, y, dy, ybytes);
-    double rel = st == VG_OK ? rel_rms_f16(y, ref, (size_t)m * N) : NAN;
+    out->rel_rms = st == VG_OK ? rel_rms_f16(y, ref, (size_t)m * N) : NAN;
 
     if (st == VG_OK && b->o.cuda) {
         st = vg_cuda_graph_begin(b->stream);
@@ -394,33 +410,11 @@ int run_kernel_row(bench *b, const char *name, const wset *w, vg_family fam,
         }
     }
     vg_policy_leave();
-    if (st != VG_OK) {
-        fprintf(stderr, "voltgate bench: %s: %s (%s)\n", name, vg_status_str(st), vg_last_error());
-        goto out;
+    /* The workspace the plan needs for this call: what a caller pays in memory. */
+    if (st == VG_OK && info->plan) {
+        a.path = info->path;
+        out->have_ws = vg_gemm_plan_workspace_bytes(b->dev, info->plan, &a, &out->ws_bytes) == VG_OK;
     }
-    add_row(b, name, "kernel", vg_path_name(info.path), fam, m, N, K, w->G, tokens,
-            info.plan ? info.plan->id : "n/a", forced ? "forced" : vg_decision_name(info.decision), samples,
-            b->o.samples, w->bytes, 2.0 * m * N * (double)K, rel);
-    /* The plan's kind and the workspace it needs for this call (the
-     * dequantize + cuBLAS kind's FP16 copy): what a caller pays in memory. */
-    size_t ws = 0;
-    cJSON *last = cJSON_GetArrayItem(b->rows, cJSON_GetArraySize(b->rows) - 1);
-    if (last && info.plan) {
-        cJSON_AddStringToObject(last, "plan_kind", vg_plan_kind_name(info.plan->kind));
-        a.path = info.path;
-        if (vg_gemm_plan_workspace_bytes(b->dev, info.plan, &a, &ws) == VG_OK)
-            cJSON_AddNumberToObject(last, "workspace_bytes", (double)ws);
-        else
-            cJSON_AddNullToObject(last, "workspace_bytes");
-    }
-    /* The row is kept (its timing is real), but a wrong output fails the run. */
-    if (!output_ok(b, rel)) {
-        fprintf(stderr, "voltgate bench: %s: output check failed: relative RMS error %g against "
-                "the FP64 reference (limit %g; inf: a non-finite output) with plan %s\n",
-                name, rel, b->o.max_rel_rms, info.plan ? info.plan->id : "n/a");
-        goto out;
-    }
-    rc = 0;
 out:
     if (exec)
         vg_cuda_graph_destroy(exec);
@@ -429,8 +423,143 @@ out:
     if (doff)
         vg_device_free(b->dev, doff);
     free(y);
-    free(samples);
-    if (rc)
+    return st;
+}
+
+/* Adds a timed call's row (add_row), with the plan's kind and workspace;
+ * the row's cJSON object, or NULL when none was added. */
+static cJSON *add_call_row(bench *b, const char *name, const wset *w, vg_family fam, int m,
+                           int tokens, const char *decision, const double *samples,
+                           const call_timing *t)
+{
+    const vg_plan *plan = t->info.plan;
+    add_row(b, name, "kernel", vg_path_name(t->info.path), fam, m, w->N, w->K, w->G, tokens,
+            plan ? plan->id : "n/a", decision, samples, b->o.samples, w->bytes,
+            2.0 * m * w->N * (double)w->K, t->rel_rms);
+    cJSON *last = cJSON_GetArrayItem(b->rows, cJSON_GetArraySize(b->rows) - 1);
+    if (last && plan) {
+        cJSON_AddStringToObject(last, "plan_kind", vg_plan_kind_name(plan->kind));
+        if (t->have_ws)
+            cJSON_AddNumberToObject(last, "workspace_bytes", (double)t->ws_bytes);
+        else
+            cJSON_AddNullToObject(last, "workspace_bytes");
+    }
+    return last;
+}
+
+/* A wrong output fails the run (the row is kept: its timing is real). */
+static int check_output(bench *b, const char *name, const call_timing *t)
+{
+    if (output_ok(b, t->rel_rms))
+        return 0;
+    fprintf(stderr, "voltgate bench: %s: output check failed: relative RMS error %g against "
+            "the FP64 reference (limit %g; inf: a non-finite output) with plan %s\n",
+            name, t->rel_rms, b->o.max_rel_rms, t->info.plan ? t->info.plan->id : "n/a");
+    b->failed = 1;
+    return -1;
+}
+
+int run_kernel_row(bench *b, const char *name, const wset *w, vg_family fam,
+                   vg_path path, int tokens, int m, const int32_t *offsets,
+                   const uint16_t *x16, const double *ref, int tune, const vg_plan *forced)
+{
+    double *samples = calloc((size_t)b->o.samples, sizeof(double));
+    call_timing t;
+    vg_status st = samples ? time_call(b, w, path, m, offsets, x16, ref, tune, forced, samples, &t)
+                           : VG_ERR_NO_MEMORY;
+    int rc = -1;
+    if (st != VG_OK) {
+        fprintf(stderr, "voltgate bench: %s: %s (%s)\n", name, vg_status_str(st), vg_last_error());
         b->failed = 1;
+    } else {
+        add_call_row(b, name, w, fam, m, tokens,
+                     forced ? "forced" : vg_decision_name(t.info.decision), samples, &t);
+        rc = check_output(b, name, &t);
+    }
+    free(samples);
+    return rc;
+}
+
+/* The fastest of plans[] (all of one kind, offered at M) on the dense path,
+ * as one row.  Each plan is timed as a forced row is (time_call: the
+ * bench's own graph over weight copies).  The tuner's candidate times are
+ * not reused: they reach only the trace, exist only inside its tuning
+ * limits and keep no samples; these rows compare sample by sample with the
+ * tuned row and the cuBLAS peer beside them at every M.  When
+ * more than one ran, the winner is timed once more and that timing is the
+ * row, so its median is not the luckiest of several.  A plan whose call
+ * fails is left out, as the tuner leaves it out, and named on stderr; a
+ * wrong output fails the run.  "candidates_us" keeps every plan's median
+ * (null: it did not run).  Returns 0, or -1 when no plan gave a row. */
+int run_kind_row(bench *b, const char *name, const wset *w, vg_family fam, int m,
+                 const uint16_t *x16, const double *ref, const vg_plan *const *plans, size_t n)
+{
+    double *samples = calloc((size_t)b->o.samples, sizeof(double));
+    double *medians = calloc(n ? n : 1, sizeof(double));
+    double *best_samples = calloc((size_t)b->o.samples, sizeof(double));
+    call_timing t, best_t;
+    memset(&best_t, 0, sizeof best_t);
+    size_t best = n, ran = 0;
+    int rc = -1;
+    if (!samples || !medians || !best_samples) {
+        fprintf(stderr, "voltgate bench: %s: out of memory\n", name);
+        b->failed = 1;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        tool_progress_show(&b->progress, 0, "%d rows timed; %s: plan %zu of %zu", b->rows_done,
+                           name, i + 1, n);
+        medians[i] = NAN;
+        vg_status st = time_call(b, w, VG_PATH_DENSE, m, NULL, x16, ref, 0, plans[i], samples, &t);
+        if (st != VG_OK) {
+            fprintf(stderr, "voltgate bench: %s: plan %s not timed: %s (%s)\n", name, plans[i]->id,
+                    vg_status_str(st), vg_last_error());
+            continue;
+        }
+        if (check_output(b, name, &t))
+            continue;
+        double mn, mx;
+        bench_stats(samples, b->o.samples, &medians[i], &mn, &mx);
+        ran++;
+        if (best == n || medians[i] < medians[best]) {
+            best = i;
+            best_t = t;
+            memcpy(best_samples, samples, (size_t)b->o.samples * sizeof(double));
+        }
+    }
+    if (best == n) {
+        fprintf(stderr, "voltgate bench: %s: no plan of the kind ran\n", name);
+        b->failed = 1;
+        goto out;
+    }
+    if (ran > 1) {
+        tool_progress_show(&b->progress, 0, "%d rows timed; %s: %s again", b->rows_done, name,
+                           plans[best]->id);
+        vg_status st = time_call(b, w, VG_PATH_DENSE, m, NULL, x16, ref, 0, plans[best],
+                                 best_samples, &best_t);
+        if (st != VG_OK) {
+            fprintf(stderr, "voltgate bench: %s: plan %s: %s (%s)\n", name, plans[best]->id,
+                    vg_status_str(st), vg_last_error());
+            b->failed = 1;
+            goto out;
+        }
+        if (check_output(b, name, &best_t))
+            goto out;
+    }
+    best_t.info.plan = plans[best];
+    cJSON *row = add_call_row(b, name, w, fam, m, m, "forced", best_samples, &best_t);
+    if (row) {
+        cJSON *cand = cJSON_AddObjectToObject(row, "candidates_us");
+        for (size_t i = 0; i < n; i++)
+            if (isfinite(medians[i]))
+                cJSON_AddNumberToObject(cand, plans[i]->id, medians[i]);
+            else
+                cJSON_AddNullToObject(cand, plans[i]->id);
+    }
+    rc = 0;
+out:
+    free(samples);
+    free(medians);
+    free(best_samples);
     return rc;
 }

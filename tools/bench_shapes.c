@@ -230,9 +230,41 @@ void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int 
     wset_free(b, &w);
 }
 
-/* Dense at N x K for each M (tokens values up to max_m; or exactly ms). */
+/* The plans of one kind that the tuner offers for a dense call of M rows:
+ * those that apply and that it offers at M (vg_plan_offered: a plan's
+ * min_rows), and on CUDA those of a kind the device offers to the runtime
+ * (vg_cuda_plan_offered: VG_CUDA_DQBLAS=0 takes the dequantize + cuBLAS
+ * kind off), in the backend's order.  The bench's policy is the default
+ * one (no workspace cap, no tiles_within_scale_block), so this is the
+ * tuner's candidate list of that kind. */
+static size_t offered_of_kind(bench *b, vg_plan_kind kind, int m, const vg_plan **out, size_t max)
+{
+    size_t n = 0, kept = 0;
+    if (vg_device_plans(b->dev, b->o.family, VG_PATH_DENSE, m, out, max, &n) != VG_OK)
+        return 0;
+    if (n > max)
+        n = max;
+    for (size_t i = 0; i < n; i++)
+        if (out[i]->kind == kind && vg_plan_offered(out[i], b->o.family, VG_PATH_DENSE, m) &&
+            (!b->o.cuda || vg_cuda_plan_offered(out[i])))
+            out[kept++] = out[i];
+    return kept;
+}
+
+static int int_in(const int *v, int n, int x)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] == x)
+            return 1;
+    return 0;
+}
+
+/* Dense at N x K for each M (tokens values up to max_m; or exactly ms).  At
+ * each M in kind_ms (the crossover's; not with --plan) also one row per plan
+ * kind the tuner offers there: the fastest plan of that kind, named
+ * SHAPE/dense/FAMILY/mM/kind=KIND, beside the tuned row and the peer. */
 void bench_dense(bench *b, vg_cublas *h, const char *shape, int N, int K, const int *ms,
-                 int nms)
+                 int nms, const int *kind_ms, int nkind_ms)
 {
     const opts *o = &b->o;
     int M = 0;
@@ -284,6 +316,15 @@ void bench_dense(bench *b, vg_cublas *h, const char *shape, int N, int K, const 
             if (in_shard(b))
                 run_kernel_row(b, name, &w, o->family, VG_PATH_DENSE, m, m, NULL, x16, ref,
                                o->tunes[ui], NULL);
+        }
+        for (int kind = 0; kind < VG_KIND_COUNT && !o->plans && int_in(kind_ms, nkind_ms, m); kind++) {
+            size_t nk = offered_of_kind(b, (vg_plan_kind)kind, m, fp, 256);
+            if (!nk)
+                continue;   /* no plan of this kind at M: no row (decode above 64, ...) */
+            snprintf(name, sizeof name, "%s/dense/%s/m%d/kind=%s", shape, vg_family_name(o->family),
+                     m, vg_plan_kind_name((vg_plan_kind)kind));
+            if (in_shard(b))
+                run_kind_row(b, name, &w, o->family, m, x16, ref, fp, nk);
         }
         if (peers) {
             snprintf(name, sizeof name, "%s/peer-cublas-bf16/m%d", shape, m);

@@ -118,7 +118,12 @@ static void usage(FILE *f)
             "                         crossover: the dense shapes at M = 1, 16, 32, 64, 128,\n"
             "                         256, 512, 1024, 4096, 8192 (its M=N=K=4096 row is\n"
             "                         prefill4096's), where plan kinds and the cuBLAS peer\n"
-            "                         trade places; cpu: n512k512 at M = 1 to 256.\n"
+            "                         trade places; cpu: n512k512 at M = 1 to 256.  At\n"
+            "                         each of these M, beside the tune rows and the peer,\n"
+            "                         one row per plan kind (decode, tiled, dequant_blas)\n"
+            "                         the tuner offers there: the fastest plan of that\n"
+            "                         kind, .../mM/kind=KIND (each plan timed as --plan\n"
+            "                         times it, the winner once more for the row)\n"
             "                         Row names start with the shape run: wo_a, n4096k4096,\n"
             "                         n4096k14336, prefill4096; on cpu (small shapes)\n"
             "                         g4n256k512 (wo_a's stand-in: 4 groups x N=256 x\n"
@@ -442,17 +447,18 @@ int cmd_bench(int argc, char **argv)
     const int ndense = o->shapes & SHAPE_DENSE ? nms : 0;
     int sq[MAX_LIST], nsq = merge_ms(sq, ms, ndense, cross, ncross, o->cuda ? 4096 : 512);
     int tall[MAX_LIST], ntall = merge_ms(tall, ms, ndense, cross, ncross, 0);
+    /* At the crossover's M, each plan kind's fastest plan gets a row too. */
     if (o->cuda) {
-        bench_dense(&b, h, "n4096k4096", 4096, 4096, sq, nsq);
-        bench_dense(&b, h, "n4096k14336", 4096, 14336, tall, ntall);
+        bench_dense(&b, h, "n4096k4096", 4096, 4096, sq, nsq, cross, ncross);
+        bench_dense(&b, h, "n4096k14336", 4096, 14336, tall, ntall, cross, ncross);
     } else {
-        bench_dense(&b, h, "n512k512", 512, 512, sq, nsq);
+        bench_dense(&b, h, "n512k512", 512, 512, sq, nsq, cross, ncross);
     }
     int pm[1] = {o->cuda ? 4096 : 256};
     const int prefill = (o->shapes & SHAPE_PREFILL) || (o->cuda && ncross > 0);
     if (prefill)
         bench_dense(&b, h, o->cuda ? "prefill4096" : "prefill256", o->cuda ? 4096 : 256,
-                    o->cuda ? 4096 : 256, pm, 1);
+                    o->cuda ? 4096 : 256, pm, 1, o->cuda ? cross : NULL, o->cuda ? ncross : 0);
 
     tool_progress_end(&b.progress);
     if (o->plans) {
@@ -473,6 +479,12 @@ int cmd_bench(int argc, char **argv)
             print_dense(&b, "n4096k14336", tall, ntall);
         if (prefill)
             print_dense(&b, o->cuda ? "prefill4096" : "prefill256", pm, 1);
+        if (ncross && o->cuda) {
+            print_kinds(&b, "n4096k4096", "prefill4096", cross, ncross);
+            print_kinds(&b, "n4096k14336", NULL, cross, ncross);
+        } else if (ncross) {
+            print_kinds(&b, "n512k512", NULL, cross, ncross);
+        }
     }
 
     int rc = b.failed ? VG_EXIT_FAIL : VG_EXIT_OK;

@@ -72,6 +72,54 @@ def make_bench(rng, nsamp, slow=0.0, families=("fp8", "awq", "nvfp4")):
             "copy_bandwidth_gbs": COPY_GBS, "rows": rows}
 
 
+CROSSOVER_M = (1, 16, 32, 64, 128, 256, 512, 1024, 4096, 8192)
+
+
+def crossover_peer_us(n, k, m):
+    """A made-up cuBLAS BF16 time: the larger of reading W as BF16 at 3 TB/s
+    and 2*M*N*K at 600 TFLOP/s, plus 5 us."""
+    return max(n * k * 2 / 3.0e6, 2.0 * m * n * k / 6.0e8) + 5.0
+
+
+def make_crossover_bench(rng, nsamp, family, speedup, best_over_tuned=None, backend="cuda"):
+    """A bench file of `voltgate bench --shape crossover --tune on --family
+    family`: at each crossover M of both dense shapes (the M=N=K=4096 row
+    under prefill4096's name, as the bench runs it) the tuned row, one row
+    per plan kind offered there (decode up to 64 rows, tiled, dequant+cublas
+    from 17) and the cuBLAS BF16 peer.  speedup(m) sets the tuned row's
+    speedup over the peer; the fastest kind runs best_over_tuned(m) times
+    the tuned row's time (1.0: the tuner found it), the other kinds
+    slower."""
+    best_over_tuned = best_over_tuned or (lambda m: 1.0)
+    rows = [bench_row(rng, "copy/d2d/512MiB", "copy", "n/a", "n/a", 0, 0, 0, 0, 0, 127.0, nsamp)]
+    for n, k in ((4096, 4096), (4096, 14336)):
+        for m in CROSSOVER_M:
+            shape = "prefill4096" if (m, n, k) == (4096, 4096, 4096) else f"n{n}k{k}"
+            peer = crossover_peer_us(n, k, m)
+            tuned = peer / speedup(m)
+            kinds = [kind for kind, ok in (("decode", m <= 64), ("tiled", True), ("dequant+cublas", m >= 17)) if ok]
+            best = kinds[0] if m <= 16 else ("dequant+cublas" if m > 64 else "decode")
+            r = bench_row(rng, f"{shape}/dense/{family}/m{m}/tune=on", "kernel", "dense", family, m, n, k, 1, m,
+                          tuned, nsamp, 2e-4)
+            r.update(plan=f"cuda.dense.{best}.m{m}", decision="measure", plan_kind=best, workspace_bytes=0)
+            rows.append(r)
+            for i, kind in enumerate(kinds):
+                us = tuned * best_over_tuned(m) * (1.0 if kind == best else 1.3 + 0.5 * i)
+                plan = f"cuda.dense.{kind}.m{m}"
+                r = bench_row(rng, f"{shape}/dense/{family}/m{m}/kind={kind}", "kernel", "dense", family, m, n, k,
+                              1, m, us, nsamp, 2e-4)
+                r.update(plan=plan, decision="forced", plan_kind=kind,
+                         workspace_bytes=n * k * 2 if kind == "dequant+cublas" else 0,
+                         candidates_us={plan: us, plan + ".sk2": us * 1.2})
+                rows.append(r)
+            r = bench_row(rng, f"{shape}/peer-cublas-bf16/m{m}", "peer", "dense", "n/a", m, n, k, 1, m, peer, nsamp)
+            r.update(plan="cublasGemmEx.bf16.x1")
+            rows.append(r)
+    return {"tool": "bench", "backend": backend, "gpu": "NVIDIA H100 (synthetic)", "driver": "580.00",
+            "cuda_version": "13.0", "arch_list": "90", "policy_hash": "0123456789abcdef", "config": {},
+            "copy_bandwidth_gbs": COPY_GBS, "rows": rows}
+
+
 def make_golden(rng, fail_case=None):
     rows = []
     for fam in FAMILIES:
