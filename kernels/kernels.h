@@ -75,8 +75,9 @@ vg_status vg_cuda_blas_prepare(int *offered, const char **why);
 #ifndef VG_CUDA_DQBLAS_DEFAULT
 #define VG_CUDA_DQBLAS_DEFAULT 1
 #endif
-/* 0 for a plan of a kind the current device does not offer to the runtime. */
-int vg_cuda_plan_offered(const vg_plan *p);
+/* 0 for a plan of a kind the current device does not offer to the runtime;
+ * then *why (when why is not NULL) says why (vg_cuda_blas_prepare's reason). */
+int vg_cuda_plan_offered(const vg_plan *p, const char **why);
 /* cuBLAS's version (cublasGetVersion) once a handle exists, else 0. */
 int vg_cuda_blas_version(void);
 int vg_cuda_plan_smem(const vg_plan *p, vg_family f);

@@ -469,9 +469,23 @@ vg_status vg_cuda_plan_table_check(void)
     return VG_OK;
 }
 
-int vg_cuda_plan_offered(const vg_plan *p)
+int vg_cuda_plan_offered(const vg_plan *p, const char **why)
 {
-    return p && (p->kind != VG_KIND_DEQUANT_BLAS || blas_offered());
+    if (!p)
+        return 0;
+    if (p->kind != VG_KIND_DEQUANT_BLAS || blas_offered())
+        return 1;
+    if (why) {
+        int dev = 0;
+        const char *r = NULL;
+        if (cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < 64 &&
+            g_blas_state[dev].load(std::memory_order_acquire) < 0)
+            r = g_blas_why[dev];
+        else
+            (void)cudaGetLastError();
+        *why = r ? r : "the device's cuBLAS was not prepared (vg_cuda_blas_prepare)";
+    }
+    return 0;
 }
 
 const vg_plan *vg_cuda_heuristic_native(vg_family f, vg_path path, int32_t rows, int32_t n,
