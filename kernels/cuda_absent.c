@@ -44,6 +44,15 @@ vg_status vg_cuda_blas_prepare(int *offered, const char **why)
     return absent();
 }
 int vg_cuda_blas_version(void) { return 0; }
+vg_status vg_cuda_blas_load(const char **library, const char **why)
+{
+    if (library)
+        *library = "";
+    if (why)
+        *why = "built without CUDA";
+    return absent();
+}
+vg_status vg_cuda_blas_probe(const char *library) { (void)library; return absent(); }
 vg_status vg_cuda_plan_table_check(void) { return absent(); }
 int vg_cuda_plan_offered(const vg_plan *p, const char **why)
 {

@@ -535,6 +535,11 @@ vg_status vg_cuda_gemm(const vg_plan *p, const vg_gemm_args *a)
     if (!vg_plan_applies(&cp->plan, a->w.family, a->path, rows))
         return vg_fail(VG_ERR_UNSUPPORTED, "cuda gemm: plan %s does not take %s %s with %d rows",
                        cp->plan.id, vg_family_name(a->w.family), vg_path_name(a->path), (int)rows);
+    /* Before the workspace check: without cuBLAS no workspace makes the
+     * plan run, and the caller should hear why. */
+    const char *no_blas = "";
+    if (cp->plan.kind == VG_KIND_DEQUANT_BLAS && vg_cuda_blas_load(NULL, &no_blas) != VG_OK)
+        return vg_fail(VG_ERR_UNSUPPORTED, "cuda gemm: plan %s: %s", cp->plan.id, no_blas);
     if (smem_of(cp, a->w.family) > device_smem_limit())
         return vg_fail(VG_ERR_UNSUPPORTED,
                        "cuda gemm: plan %s needs %d bytes of shared memory for %s, the device has %d",
