@@ -44,8 +44,23 @@ vg_status vg_cuda_blas_prepare(int *offered, const char **why)
     return absent();
 }
 int vg_cuda_blas_version(void) { return 0; }
+vg_status vg_cuda_blas_load(const char **library, const char **why)
+{
+    if (library)
+        *library = "";
+    if (why)
+        *why = "built without CUDA";
+    return absent();
+}
+vg_status vg_cuda_blas_probe(const char *library) { (void)library; return absent(); }
 vg_status vg_cuda_plan_table_check(void) { return absent(); }
-int vg_cuda_plan_offered(const vg_plan *p) { (void)p; return 0; }
+int vg_cuda_plan_offered(const vg_plan *p, const char **why)
+{
+    (void)p;
+    if (why)
+        *why = "built without CUDA";
+    return 0;
+}
 int vg_cuda_plan_smem(const vg_plan *p, vg_family f) { (void)p; (void)f; return -1; }
 vg_status vg_cuda_workspace_bytes(const vg_plan *p, const vg_gemm_args *a, size_t *bytes)
 {

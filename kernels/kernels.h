@@ -75,10 +75,26 @@ vg_status vg_cuda_blas_prepare(int *offered, const char **why);
 #ifndef VG_CUDA_DQBLAS_DEFAULT
 #define VG_CUDA_DQBLAS_DEFAULT 1
 #endif
-/* 0 for a plan of a kind the current device does not offer to the runtime. */
-int vg_cuda_plan_offered(const vg_plan *p);
+/* 0 for a plan of a kind the current device does not offer to the runtime;
+ * then *why (when why is not NULL) says why (vg_cuda_blas_prepare's reason). */
+int vg_cuda_plan_offered(const vg_plan *p, const char **why);
 /* cuBLAS's version (cublasGetVersion) once a handle exists, else 0. */
 int vg_cuda_blas_version(void);
+/* cuBLAS is loaded at run time, not linked (libvoltgate loads where it is
+ * missing; the dequantize + cuBLAS kind is then not offered, and forced by
+ * id it returns VG_ERR_UNSUPPORTED).  Loaded once per process at the first
+ * use: VG_CUBLAS_LIBRARY's path or name when set (only that one: a path that
+ * does not exist simulates a machine without cuBLAS), else the soname of
+ * the toolkit voltgate was built with (libcublas.so.<CUBLAS_VER_MAJOR>),
+ * else libcublas.so.  VG_OK with *library what was loaded; else
+ * VG_ERR_UNSUPPORTED and *why (as vg_last_error()) names each library tried
+ * with dlerror().  Needs no device. */
+vg_status vg_cuda_blas_load(const char **library, const char **why);
+/* Whether `library` loads and has every cuBLAS function the kind calls,
+ * without keeping it: VG_OK, else VG_ERR_UNSUPPORTED with vg_last_error()
+ * naming the library and dlerror().  For the loader's tests; needs no
+ * device. */
+vg_status vg_cuda_blas_probe(const char *library);
 int vg_cuda_plan_smem(const vg_plan *p, vg_family f);
 vg_status vg_cuda_workspace_bytes(const vg_plan *p, const vg_gemm_args *a, size_t *bytes);
 /* Enqueues on a->stream; graph-capturable (no allocation, no sync). */

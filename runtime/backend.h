@@ -47,9 +47,10 @@ typedef struct vg_backend_ops {
     vg_status (*copy_to_host)(void *ctx, void *dst, const void *src, size_t bytes);
     vg_status (*synchronize)(void *ctx, void *stream);
     /* 0 for a plan of a kind this device does not offer (the dequantize +
-     * cuBLAS kind where cuBLAS does not start): never measured, never
-     * counted in vg_gemm_workspace_bytes.  NULL: every plan is offered. */
-    int (*plan_offered)(void *ctx, const vg_plan *p);
+     * cuBLAS kind where cuBLAS does not load or start): never measured,
+     * never counted in vg_gemm_workspace_bytes; *why (why may be NULL) then
+     * says why, for the trace.  NULL: every plan is offered. */
+    int (*plan_offered)(void *ctx, const vg_plan *p, const char **why);
     /* The version of a library whose kernels some plans run (cuBLAS for the
      * dequantize + cuBLAS kind; 0 where none is loaded).  NULL: none. */
     int (*library_version)(void);

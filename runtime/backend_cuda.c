@@ -32,9 +32,11 @@ static vg_status cuda_open(int ordinal, void **ctx, int *arch)
         return st;
     if ((st = vg_cuda_plan_table_check()) != VG_OK)
         return st;
-    /* Makes the device's first cuBLAS handle now, outside any capture; where
-     * cuBLAS does not start, the dequantize + cuBLAS plans are not offered
-     * (the heuristic skips them, a measurement's trace line says why). */
+    /* Loads cuBLAS (once per process) and makes the device's first handle
+     * now, outside any capture; where cuBLAS does not load or start, the
+     * dequantize + cuBLAS plans are not offered (the heuristic skips them;
+     * the trace says why on a vg-trace-offer line when it opens, and on a
+     * vg-trace-candidate line of every measurement). */
     int blas = 0;
     const char *why = NULL;
     (void)vg_cuda_blas_prepare(&blas, &why);
@@ -99,9 +101,14 @@ static vg_status cuda_to_host(void *ctx, void *dst, const void *src, size_t byte
     return st != VG_OK ? st : vg_cuda_copy_to_host(dst, src, bytes);
 }
 
-static int cuda_plan_offered(void *ctx, const vg_plan *p)
+static int cuda_plan_offered(void *ctx, const vg_plan *p, const char **why)
 {
-    return current(ctx) == VG_OK && vg_cuda_plan_offered(p);
+    if (current(ctx) != VG_OK) {
+        if (why)
+            *why = "the device cannot be made current";
+        return 0;
+    }
+    return vg_cuda_plan_offered(p, why);
 }
 
 static vg_status cuda_sync(void *ctx, void *stream)

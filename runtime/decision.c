@@ -207,7 +207,7 @@ size_t vg_measure_candidates(vg_device *dev, const vg_policy *pol, const vg_gemm
     for (size_t i = 0; i < total; i++) {
         const vg_plan *p = dev->ops->plan_at(i);
         if (!vg_plan_offered(p, args->w.family, c->path, c->key.rows) ||
-            (dev->ops->plan_offered && !dev->ops->plan_offered(dev->ctx, p)))
+            (dev->ops->plan_offered && !dev->ops->plan_offered(dev->ctx, p, NULL)))
             continue;
         if (within_block && (p->tile_n <= 0 || p->tile_k <= 0 || 128 % p->tile_n != 0 ||
                              128 % p->tile_k != 0))
@@ -223,6 +223,18 @@ void vg_time_candidates(vg_device *dev, const char *op, const vg_choice *c,
                         const vg_gemm_args *args, const vg_plan *const *plans, size_t n,
                         double *times)
 {
+    /* The plans that apply here but that the device does not offer are no
+     * candidates; a line each says why (cuBLAS missing, VG_CUDA_DQBLAS=0). */
+    if (vg_trace_on(&dev->trace) && dev->ops->plan_offered) {
+        size_t total = dev->ops->plan_count();
+        for (size_t i = 0; i < total; i++) {
+            const vg_plan *p = dev->ops->plan_at(i);
+            const char *why = NULL;
+            if (vg_plan_offered(p, args->w.family, c->path, c->key.rows) &&
+                !dev->ops->plan_offered(dev->ctx, p, &why))
+                vg_trace_not_offered(dev, op, args, c, p, why);
+        }
+    }
     for (size_t i = 0; i < n; i++) {
         double us = 0.0;
         vg_timer_info how = {"scripted", 0};

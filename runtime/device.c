@@ -73,6 +73,7 @@ vg_status vg_device_open(const char *backend, int ordinal, vg_device **out)
         return st;
     }
     vg_trace_init_from_env(&dev->trace);
+    vg_trace_offers(dev);
     *out = dev;
     return VG_OK;
 }
@@ -346,7 +347,7 @@ vg_status vg_gemm_workspace_bytes(vg_device *dev, const vg_gemm_args *args, size
         }
         cap.path = a.path;
         if (!applies || vg_plan_over_workspace_cap(dev, &cap, &a, p) ||
-            (dev->ops->plan_offered && !dev->ops->plan_offered(dev->ctx, p)))
+            (dev->ops->plan_offered && !dev->ops->plan_offered(dev->ctx, p, NULL)))
             continue;
         size_t need = 0;
         if (dev->ops->workspace_bytes(p, &a, &need) == VG_OK && need > most)

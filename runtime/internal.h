@@ -390,6 +390,16 @@ void vg_trace_decision(vg_device *dev, const char *op, const vg_gemm_args *args,
 void vg_trace_candidate(vg_device *dev, const char *op, const vg_gemm_args *args,
                         const vg_choice *c, const vg_plan *p, vg_status st, double us,
                         const vg_timer_info *how);
+/* The candidate line of a plan that applies to the measured shape but that
+ * the device does not offer (never timed): us=none, status
+ * VG_ERR_UNSUPPORTED, why= the backend's reason. */
+void vg_trace_not_offered(vg_device *dev, const char *op, const vg_gemm_args *args,
+                          const vg_choice *c, const vg_plan *p, const char *why);
+/* One vg-trace-offer line per plan kind the device does not offer, with
+ * the backend's reason: written when the device's trace opens (at
+ * vg_device_open and vg_trace_set), so that a trace whose decisions are all
+ * heuristic still says why a kind is never chosen. */
+void vg_trace_offers(vg_device *dev);
 
 /* ---- registry (registry.c) --------------------------------------------------- */
 /* The registered operator named `name`, or NULL. */

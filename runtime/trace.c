@@ -25,7 +25,14 @@
  *     back-to-back launches rotating `copies` weight buffers (1: the
  *     caller's own, already 3x the L2), flush = one launch at a time after
  *     an L2 flush (its fallback), host = the CPU backend's clock, scripted =
- *     a test's timer.
+ *     a test's timer.  A plan that applies to the shape but that the device
+ *     does not offer (the dequantize + cuBLAS kind where cuBLAS did not load
+ *     or VG_CUDA_DQBLAS=0) is never timed: its line reads us=none
+ *     status=<VG_ERR_UNSUPPORTED> why=not offered: <the backend's reason>.
+ *   vg-trace-offer backend=<name> device=<ordinal> kind=<plan kind> offered=0 why=<reason, to the end of the line>
+ *     one per plan kind the device does not offer, when its trace opens
+ *     (vg_device_open, vg_trace_set): the reason a kind never appears in a
+ *     heuristic decision.
  *
  * Each line is formatted into a buffer and written with one write() on an
  * O_APPEND descriptor, so lines of concurrent threads (and processes) do not
@@ -103,7 +110,29 @@ vg_status vg_trace_set(vg_device *dev, const char *target)
 {
     if (!dev)
         return vg_fail(VG_ERR_INVALID_ARG, "vg_trace_set: dev is NULL");
-    return vg_trace_open(&dev->trace, target);
+    vg_status st = vg_trace_open(&dev->trace, target);
+    if (st == VG_OK)
+        vg_trace_offers(dev);
+    return st;
+}
+
+void vg_trace_offers(vg_device *dev)
+{
+    if (!vg_trace_on(&dev->trace) || !dev->ops->plan_offered)
+        return;
+    int said[VG_KIND_COUNT] = {0};
+    size_t total = dev->ops->plan_count();
+    for (size_t i = 0; i < total; i++) {
+        const vg_plan *p = dev->ops->plan_at(i);
+        const char *why = NULL;
+        if (!p || (unsigned)p->kind >= VG_KIND_COUNT || said[p->kind] ||
+            dev->ops->plan_offered(dev->ctx, p, &why))
+            continue;
+        said[p->kind] = 1;
+        vg_trace_line(&dev->trace, "vg-trace-offer backend=%s device=%d kind=%s offered=0 why=%s",
+                      dev->ops->name, dev->ordinal, vg_plan_kind_name(p->kind),
+                      why && *why ? why : "not offered");
+    }
 }
 
 const char *vg_decision_name(vg_decision d)
@@ -166,6 +195,20 @@ void vg_trace_decision(vg_device *dev, const char *op, const vg_gemm_args *args,
                   c->plan ? c->plan->id : "none",
                   (unsigned long long)atomic_load(&c->tuning->measured_total),
                   atomic_load(&c->tuning->frozen) ? 1 : 0);
+}
+
+void vg_trace_not_offered(vg_device *dev, const char *op, const vg_gemm_args *args,
+                          const vg_choice *c, const vg_plan *p, const char *why)
+{
+    if (!vg_trace_on(&dev->trace))
+        return;
+    vg_trace_line(&dev->trace,
+                  "vg-trace-candidate op=%s family=%s path=%s m=%d n=%d k=%d groups=%d "
+                  "policy=%016llx plan=%s us=none status=%d why=not offered: %s",
+                  op, vg_family_name(args->w.family), vg_path_name(c->path), (int)args->m,
+                  (int)args->w.n, (int)args->w.k, (int)args->w.groups,
+                  (unsigned long long)c->key.policy, p ? p->id : "none", (int)VG_ERR_UNSUPPORTED,
+                  why && *why ? why : "the device does not offer it");
 }
 
 void vg_trace_candidate(vg_device *dev, const char *op, const vg_gemm_args *args,

@@ -5,7 +5,10 @@
  * replayed from a CUDA graph, and moe with empty and large groups against
  * the reference on the FP16-rounded weight.  Every plan of every family is
  * also run by test_cuda_families and test_cuda_fp8 (tc_run_all_plans).
- * The workspace arithmetic needs no device; the rest is skipped without one.
+ * And the run-time loader of cuBLAS: its reasons, and the toolkit's soname
+ * (test_cuda_no_cublas.c: the runtime where cuBLAS does not load).
+ * The workspace arithmetic and the loader need no device; the rest is
+ * skipped without one.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -156,6 +159,47 @@ static void test_groups_empty_and_large(void **state)
             }
 }
 
+/* cuBLAS is loaded at run time (kernels.h vg_cuda_blas_load): where the
+ * library is missing or is not cuBLAS, the loader says which library and
+ * why (dlerror()).  No device needed; a CUDA build is. */
+static void test_loader_says_why(void **state)
+{
+    (void)state;
+    if (vg_cuda_plan_count() == 0) {
+        vgtest_skip("built without CUDA");
+    }
+    static const char missing[] = "/nonexistent/voltgate-test/libcublas.so.99";
+    assert_int_equal(vg_cuda_blas_probe(missing), VG_ERR_UNSUPPORTED);
+    assert_non_null(strstr(vg_last_error(), "cuBLAS not loaded"));
+    assert_non_null(strstr(vg_last_error(), missing));
+    assert_non_null(strstr(vg_last_error(), "No such file"));
+    /* a library that loads but is not cuBLAS: the first function missing */
+    assert_int_equal(vg_cuda_blas_probe("libm.so.6"), VG_ERR_UNSUPPORTED);
+    assert_non_null(strstr(vg_last_error(), "libm.so.6 has no cublasCreate_v2"));
+    assert_int_equal(vg_cuda_blas_probe(""), VG_ERR_INVALID_ARG);
+}
+
+/* Without VG_CUBLAS_LIBRARY, the toolkit's cuBLAS loads by its soname
+ * (the harness links the same one, so it is installed wherever the
+ * suites were built). */
+static void test_loader_takes_toolkit_soname(void **state)
+{
+    (void)state;
+    if (vg_cuda_plan_count() == 0) {
+        vgtest_skip("built without CUDA");
+    }
+    if (getenv("VG_CUBLAS_LIBRARY")) {
+        vgtest_skip("VG_CUBLAS_LIBRARY is set");
+    }
+    const char *lib = NULL, *why = NULL;
+    vg_status st = vg_cuda_blas_load(&lib, &why);
+    if (st != VG_OK)
+        print_error("cuBLAS did not load: %s\n", why);
+    assert_int_equal(st, VG_OK);
+    assert_non_null(strstr(lib, "libcublas.so"));
+    assert_string_equal(why, "");
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -163,6 +207,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_short_workspace_refused),
         cmocka_unit_test(test_same_bits_direct_and_graph),
         cmocka_unit_test(test_groups_empty_and_large),
+        cmocka_unit_test(test_loader_says_why),
+        cmocka_unit_test(test_loader_takes_toolkit_soname),
     };
     return VGTEST_MAIN("cuda_dqblas", tests);
 }

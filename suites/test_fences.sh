@@ -7,7 +7,11 @@
 #   - libvoltgate.a needs no HDF5 symbol (H5*) and nothing the harness
 #     defines (an arrow back from kernels/ or runtime/ into golden/);
 #   - libvoltgate.so, when built (make, make check), lists no libhdf5 among
-#     what it needs and imports no H5 symbol (it links -Wl,--no-undefined).
+#     what it needs and imports no H5 symbol (it links -Wl,--no-undefined);
+#   - neither library links cuBLAS (issue 31): libvoltgate.so needs no
+#     libcublas and imports no cublas* symbol, libvoltgate.a refers to none:
+#     cuBLAS is loaded at run time, so libvoltgate loads where it is missing
+#     (the bench's cuBLAS peers, in the harness, may link it).
 set -u
 BUILD=${VG_BUILD:-build}
 LIB="$BUILD/lib/libvoltgate.a"
@@ -40,6 +44,8 @@ dup=$(comm -12 "$TMP/lib.def" "$TMP/harness.def" | head -5)
 [ -z "$dup" ] || bad "defined in both libraries: $dup"
 h5=$(grep '^H5' "$TMP/lib.undef" | head -5)
 [ -z "$h5" ] || bad "$LIB needs HDF5: $h5"
+blas=$(grep '^cublas' "$TMP/lib.undef" | head -5 | tr '\n' ' ')
+[ -z "$blas" ] || bad "$LIB calls cuBLAS directly (it must dlopen it): $blas"
 # What libvoltgate needs and does not define itself must not come from the harness.
 comm -23 "$TMP/lib.undef" "$TMP/lib.def" >"$TMP/lib.external"
 back=$(comm -12 "$TMP/lib.external" "$TMP/harness.def" | head -5)
@@ -48,6 +54,9 @@ back=$(comm -12 "$TMP/lib.external" "$TMP/harness.def" | head -5)
 if [ -f "$SO" ]; then
     needed=$(readelf -d "$SO" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
     case "$needed" in *hdf5*) bad "$SO needs HDF5 ($needed)";; esac
+    case "$needed" in *cublas*) bad "$SO links cuBLAS ($needed): it must load it at run time";; esac
+    blas=$(nm -D --undefined-only "$SO" | awk '{print $NF}' | grep '^cublas' | head -5 | tr '\n' ' ')
+    [ -z "$blas" ] || bad "$SO imports cuBLAS symbols: $blas"
     h5=$(nm -D "$SO" | awk '{print $NF}' | grep '^H5' | head -5)
     [ -z "$h5" ] || bad "$SO refers to HDF5: $h5"
     golden=$(nm -D --defined-only "$SO" | awk '{print $NF}' | grep -E '^vg_(golden|cublas)_' | head -5)
@@ -57,4 +66,4 @@ else
     so="$SO not built (make all or make check builds it)"
 fi
 [ "$fail" = 0 ] || exit 1
-echo "fences: $(wc -l <"$TMP/lib.members") objects in libvoltgate.a, $(wc -l <"$TMP/harness.members") in the harness, none shared, no H5 symbol, no call into the harness; $so"
+echo "fences: $(wc -l <"$TMP/lib.members") objects in libvoltgate.a, $(wc -l <"$TMP/harness.members") in the harness, none shared, no H5 or cuBLAS symbol, no call into the harness; $so"

@@ -278,6 +278,79 @@ static void set_and_off(void **state)
     free(dir);
 }
 
+/* A backend that offers no dequantize-once plan, with a reason (as the
+ * cuda backend where cuBLAS did not load): the cpu backend with its
+ * plan_offered set, and its rule as if the kind were not offered (the cuda
+ * rule asks the same question itself). */
+#define NOT_OFFERED_WHY "dequant+cublas: cuBLAS not loaded: libcublas.so.99: test"
+static int refuse_dequant(void *ctx, const vg_plan *p, const char **why)
+{
+    (void)ctx;
+    if (p->kind != VG_KIND_DEQUANT_BLAS)
+        return 1;
+    if (why)
+        *why = NOT_OFFERED_WHY;
+    return 0;
+}
+
+/* The trace says why a kind is not offered: a vg-trace-offer line when the
+ * trace opens, and a candidate line (us=none) in every measurement whose
+ * rows it would apply to; the kind is never chosen nor counted in the
+ * workspace. */
+static void not_offered_kind_traced(void **state)
+{
+    (void)state;
+    enum { ROWS = 300, DN = 64, DK = 4096 }; /* the copy: 64 x 4096 x 2 = 0.5 MiB */
+    const vg_plan *dq = NULL;
+    for (size_t i = 0; i < vg_cpu_plan_count(); i++)
+        if (vg_cpu_plan_at(i)->kind == VG_KIND_DEQUANT_BLAS &&
+            vg_cpu_plan_at(i)->path == VG_PATH_DENSE)
+            dq = vg_cpu_plan_at(i);
+    assert_non_null(dq);
+    char *dir = vgtest_mkdtemp();
+    char path[600];
+    snprintf(path, sizeof path, "%s/t.log", dir);
+    script s = {.forced = dq}; /* the timer would make it win */
+    vg_device *dev = open_cpu(&s);
+    static vg_backend_ops refusing;
+    refusing = *dev->ops;
+    refusing.plan_offered = refuse_dequant;
+    refusing.heuristic = refusing.heuristic_native;
+    dev->ops = &refusing;
+    assert_int_equal(vg_trace_set(dev, path), VG_OK);
+    test_layer d;
+    layer_open(&d, dev, VG_FAMILY_FP8, VG_PATH_DENSE, DN, DK, 1, ROWS);
+    vg_gemm_args a = layer_call(&d, ROWS);
+    vg_dispatch_info info = gemm_ok(dev, &a);
+    assert_int_equal(info.decision, VG_DECISION_MEASURE);
+    assert_true(info.plan != dq);
+    size_t bytes = 0;
+    assert_int_equal(vg_gemm_workspace_bytes(dev, &a, &bytes), VG_OK);
+    assert_true(bytes < (size_t)DN * DK * 2);
+
+    char *text = slurp(path);
+    assert_non_null(strstr(text, "vg-trace-offer backend=cpu device=0 kind=dequant+cublas "
+                                 "offered=0 why=" NOT_OFFERED_WHY "\n"));
+    char want[300];
+    snprintf(want, sizeof want,
+             "m=%d n=%d k=%d groups=1 policy=%016llx plan=%s us=none status=%d why=not offered: "
+             NOT_OFFERED_WHY "\n",
+             ROWS, DN, DK, (unsigned long long)info.policy_hash, dq->id, (int)VG_ERR_UNSUPPORTED);
+    assert_non_null(strstr(text, want));
+    /* one offer line: one kind is not offered */
+    const char *first = strstr(text, "vg-trace-offer ");
+    assert_null(strstr(first + 1, "vg-trace-offer "));
+    /* the decision lines still parse */
+    int n = 0;
+    free(read_trace(path, &n));
+    assert_int_equal(n, 1);
+    free(text);
+    layer_close(&d);
+    vg_device_close(dev);
+    vgtest_rmtree(dir);
+    free(dir);
+}
+
 typedef struct tracer {
     vg_device *dev;
     test_layer *layer;
@@ -340,6 +413,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(env_one_is_stderr),
         cmocka_unit_test_setup_teardown(bucket_decisions_traced, trace_dir_open, trace_dir_close),
         cmocka_unit_test(set_and_off),
+        cmocka_unit_test(not_offered_kind_traced),
         cmocka_unit_test(concurrent_lines_do_not_interleave),
     };
     return VGTEST_MAIN("trace", tests);

@@ -21,14 +21,21 @@
  * cuBLAS version on the same GPU gives the same bits; another version may
  * not, so LUT entries are stamped with the version (runtime, via
  * vg_cuda_blas_version).
+ *
+ * cuBLAS is loaded at run time (dlopen), not linked: libvoltgate must load
+ * on a machine without it, where the kind is simply not offered.  The
+ * header gives the types and constants; every function is called through
+ * the table blas_load resolves once per process (blas_api).
  */
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <atomic>
 #include <mutex>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <vector>
 
@@ -36,6 +43,133 @@
 #include "kernels.h"
 
 namespace {
+
+/* The cuBLAS functions this file calls, by their exported names (the
+ * cublas_v2.h macros map cublasCreate to cublasCreate_v2 and so on).  The
+ * signatures are written out: cublasGemmEx has a C++ overload in the
+ * header, so decltype cannot name the exported one. */
+struct BlasApi {
+    cublasStatus_t (*create)(cublasHandle_t *);
+    cublasStatus_t (*destroy)(cublasHandle_t);
+    cublasStatus_t (*get_version)(cublasHandle_t, int *);
+    cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);
+    cublasStatus_t (*set_workspace)(cublasHandle_t, void *, size_t);
+    cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                              const void *, const void *, cudaDataType, int, const void *,
+                              cudaDataType, int, const void *, void *, cudaDataType, int,
+                              cublasComputeType_t, cublasGemmAlgo_t);
+};
+
+struct BlasSymbol {
+    const char *name;
+    size_t offset; /* of its pointer in BlasApi */
+};
+
+const BlasSymbol kBlasSymbols[] = {
+    {"cublasCreate_v2", offsetof(BlasApi, create)},
+    {"cublasDestroy_v2", offsetof(BlasApi, destroy)},
+    {"cublasGetVersion_v2", offsetof(BlasApi, get_version)},
+    {"cublasSetStream_v2", offsetof(BlasApi, set_stream)},
+    {"cublasSetWorkspace_v2", offsetof(BlasApi, set_workspace)},
+    {"cublasGemmEx", offsetof(BlasApi, gemm_ex)},
+};
+
+#define VG_STR2(x) #x
+#define VG_STR(x) VG_STR2(x)
+/* The cuBLAS of the toolkit this file was compiled with: its soname (the
+ * runtime package installs it), then the unversioned name (a development
+ * install, or a toolkit whose soname differs). */
+const char *const kBlasSonames[] = {"libcublas.so." VG_STR(CUBLAS_VER_MAJOR), "libcublas.so"};
+
+/* Opens `library` and resolves every function of BlasApi from it into *api.
+ * On failure closes what it opened and writes the reason (the library and
+ * dlerror()) to why. */
+bool blas_open(const char *library, BlasApi *api, void **lib, char *why, size_t cap)
+{
+    void *h = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        /* dlerror() names the file it could not open; name it where not */
+        const char *e = dlerror();
+        if (e && strstr(e, library))
+            snprintf(why, cap, "%s", e);
+        else
+            snprintf(why, cap, "%s: %s", library, e ? e : "dlopen failed");
+        return false;
+    }
+    for (const BlasSymbol &sym : kBlasSymbols) {
+        (void)dlerror();
+        void *fn = dlsym(h, sym.name);
+        if (!fn) {
+            const char *e = dlerror();
+            snprintf(why, cap, "%s has no %s: %s", library, sym.name, e ? e : "dlsym failed");
+            dlclose(h);
+            return false;
+        }
+        memcpy(reinterpret_cast<char *>(api) + sym.offset, &fn, sizeof fn);
+    }
+    *lib = h;
+    return true;
+}
+
+/* The process's cuBLAS: loaded at the first use, once (a function-local
+ * static is initialized once even when threads race to it), kept until
+ * exit (handles outlive every caller; see HandlePool). */
+struct BlasLoad {
+    BlasApi api;
+    bool ok = false;
+    char library[256] = "";
+    char why[768] = "";
+};
+
+BlasLoad load_blas(void)
+{
+    BlasLoad l;
+    memset(&l.api, 0, sizeof l.api);
+    void *h = NULL;
+    const char *forced = getenv("VG_CUBLAS_LIBRARY");
+    if (forced && *forced) {
+        /* the one library asked for, no fallback: a path that does not
+         * exist stands for a machine without cuBLAS */
+        char e[640];
+        l.ok = blas_open(forced, &l.api, &h, e, sizeof e);
+        if (!l.ok)
+            snprintf(l.why, sizeof l.why, "cuBLAS not loaded (VG_CUBLAS_LIBRARY): %s", e);
+        snprintf(l.library, sizeof l.library, "%s", forced);
+        return l;
+    }
+    size_t used = (size_t)snprintf(l.why, sizeof l.why, "cuBLAS not loaded:");
+    for (const char *name : kBlasSonames) {
+        char e[640];
+        if (blas_open(name, &l.api, &h, e, sizeof e)) {
+            l.ok = true;
+            l.why[0] = '\0';
+            snprintf(l.library, sizeof l.library, "%s", name);
+            return l;
+        }
+        if (used < sizeof l.why)
+            used += (size_t)snprintf(l.why + used, sizeof l.why - used, " %s;", e);
+    }
+    if (used > 0 && used < sizeof l.why && l.why[used - 1] == ';')
+        l.why[used - 1] = '\0';
+    return l;
+}
+
+const BlasLoad &blas_load(void)
+{
+    static const BlasLoad loaded = load_blas();
+    return loaded;
+}
+
+/* The loaded table; NULL (and vg_last_error says why) where cuBLAS did not
+ * load. */
+const BlasApi *blas_api(void)
+{
+    const BlasLoad &l = blas_load();
+    if (l.ok)
+        return &l.api;
+    vg_fail(VG_ERR_UNSUPPORTED, "dequant+cublas: %s", l.why);
+    return NULL;
+}
 
 /* Elements decoded per thread and step: decode16's unit. */
 constexpr int kChunk = 16;
@@ -171,7 +305,7 @@ struct HandlePool {
 };
 HandlePool g_pool;
 
-vg_status take_handle(cudaStream_t s, cublasHandle_t *out)
+vg_status take_handle(const BlasApi &blas, cudaStream_t s, cublasHandle_t *out)
 {
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
@@ -192,25 +326,25 @@ vg_status take_handle(cudaStream_t s, cublasHandle_t *out)
                        "dequant+cublas: no free cuBLAS handle on device %d and one cannot be "
                        "created while the stream captures a graph (run a call before capturing)",
                        dev);
-    cublasStatus_t st = cublasCreate(out);
+    cublasStatus_t st = blas.create(out);
     if (st != CUBLAS_STATUS_SUCCESS) {
         (void)cudaGetLastError();
         return vg_fail(VG_ERR_UNSUPPORTED, "dequant+cublas: cublasCreate failed on device %d: %s",
                        dev, blas_status_name(st));
     }
     int v = 0;
-    if (cublasGetVersion(*out, &v) == CUBLAS_STATUS_SUCCESS) {
+    if (blas.get_version(*out, &v) == CUBLAS_STATUS_SUCCESS) {
         std::lock_guard<std::mutex> lock(g_pool.mu);
         g_pool.version = v;
     }
     return VG_OK;
 }
 
-void give_back(cublasHandle_t h)
+void give_back(const BlasApi &blas, cublasHandle_t h)
 {
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-        cublasDestroy(h);
+        blas.destroy(h);
         return;
     }
     std::lock_guard<std::mutex> lock(g_pool.mu);
@@ -224,11 +358,11 @@ vg_status blas_fail(cublasStatus_t s, const char *what)
 
 /* Y[m][n] = X[m][k] . W[n][k]^T: in cuBLAS's column-major terms
  * Y^T (n x m) = op_T(W as k x n) . X^T (k x m). */
-vg_status blas_gemm(cublasHandle_t h, const __half *w, const uint16_t *x, void *y, vg_dtype yt,
+vg_status blas_gemm(const BlasApi &blas, cublasHandle_t h, const __half *w, const uint16_t *x, void *y, vg_dtype yt,
                     int m, int n, int k)
 {
     const float one = 1.0f, zero = 0.0f;
-    cublasStatus_t st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, w, CUDA_R_16F, k,
+    cublasStatus_t st = blas.gemm_ex(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, w, CUDA_R_16F, k,
                                      x, CUDA_R_16F, k, &zero, y,
                                      yt == VG_DTYPE_F16 ? CUDA_R_16F : CUDA_R_32F, n,
                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
@@ -246,15 +380,22 @@ size_t vg_dqblas_workspace_bytes(vg_family f, int32_t n, int32_t k)
 
 int vg_dqblas_available(const char **why)
 {
-    static char reason[256];
+    /* one reason per device: the backend keeps the pointer (g_blas_why) */
+    static char reasons[64][1024];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+        (void)cudaGetLastError();
+        dev = 0;
+    }
+    const BlasApi *blas = blas_api();
     cublasHandle_t h;
-    if (take_handle(NULL, &h) != VG_OK) {
-        snprintf(reason, sizeof reason, "%s", vg_last_error());
+    if (!blas || take_handle(*blas, NULL, &h) != VG_OK) {
+        snprintf(reasons[dev], sizeof reasons[dev], "%s", vg_last_error());
         if (why)
-            *why = reason;
+            *why = reasons[dev];
         return 0;
     }
-    give_back(h);
+    give_back(*blas, h);
     if (why)
         *why = "";
     return 1;
@@ -267,15 +408,18 @@ vg_status vg_dqblas_gemm(const vg_gemm_args *a, const KWeight &kw)
     uint8_t *base = reinterpret_cast<uint8_t *>(align_up((uintptr_t)a->workspace));
     const size_t copy = f == VG_FAMILY_FP16 ? 0 : align_up((size_t)kw.n * (size_t)kw.k * 2);
     __half *wcopy = reinterpret_cast<__half *>(base);
+    const BlasApi *blas = blas_api();
+    if (!blas)
+        return VG_ERR_UNSUPPORTED; /* blas_api said why */
     cublasHandle_t h;
-    vg_status st = take_handle(s, &h);
+    vg_status st = take_handle(*blas, s, &h);
     if (st != VG_OK)
         return st;
-    cublasStatus_t bs = cublasSetStream(h, s);
+    cublasStatus_t bs = blas->set_stream(h, s);
     if (bs == CUBLAS_STATUS_SUCCESS)
-        bs = cublasSetWorkspace(h, base + copy, blas_workspace_bytes());
+        bs = blas->set_workspace(h, base + copy, blas_workspace_bytes());
     if (bs != CUBLAS_STATUS_SUCCESS) {
-        give_back(h);
+        give_back(*blas, h);
         return blas_fail(bs, "handle set-up");
     }
     const size_t ysize = a->y_dtype == VG_DTYPE_F16 ? 2 : 4;
@@ -299,12 +443,35 @@ vg_status vg_dqblas_gemm(const vg_gemm_args *a, const KWeight &kw)
             }
             w = wcopy;
         }
-        st = blas_gemm(h, w, a->x + (size_t)r0 * kw.k,
+        st = blas_gemm(*blas, h, w, a->x + (size_t)r0 * kw.k,
                        static_cast<uint8_t *>(a->y) + (size_t)r0 * kw.n * ysize, a->y_dtype,
                        r1 - r0, kw.n, kw.k);
     }
-    give_back(h);
+    give_back(*blas, h);
     return st;
+}
+
+extern "C" vg_status vg_cuda_blas_load(const char **library, const char **why)
+{
+    const BlasLoad &l = blas_load();
+    if (library)
+        *library = l.library;
+    if (why)
+        *why = l.why;
+    return l.ok ? VG_OK : vg_fail(VG_ERR_UNSUPPORTED, "%s", l.why);
+}
+
+extern "C" vg_status vg_cuda_blas_probe(const char *library)
+{
+    if (!library || !*library)
+        return vg_fail(VG_ERR_INVALID_ARG, "vg_cuda_blas_probe: no library named");
+    BlasApi api;
+    void *h = NULL;
+    char why[768];
+    if (!blas_open(library, &api, &h, why, sizeof why))
+        return vg_fail(VG_ERR_UNSUPPORTED, "cuBLAS not loaded: %s", why);
+    dlclose(h);
+    return VG_OK;
 }
 
 extern "C" int vg_cuda_blas_version(void)

@@ -30,9 +30,11 @@ size_t vg_dqblas_workspace_bytes(vg_family f, int32_t n, int32_t k);
  * arguments are checked by the caller (vg_cuda_gemm), the workspace too. */
 vg_status vg_dqblas_gemm(const vg_gemm_args *a, const KWeight &kw);
 
-/* Whether cuBLAS works on the current device: creates this device's first
+/* Whether cuBLAS works on the current device: loads cuBLAS (once per
+ * process, kernels.h vg_cuda_blas_load), then creates this device's first
  * handle (so that a later call inside a graph capture, where a handle cannot
- * be created, finds one).  On failure *why says what failed. */
+ * be created, finds one).  On failure *why says what failed: the library
+ * and dlerror() where cuBLAS did not load. */
 int vg_dqblas_available(const char **why);
 
 #endif

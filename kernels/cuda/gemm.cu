@@ -475,9 +475,23 @@ vg_status vg_cuda_plan_table_check(void)
     return VG_OK;
 }
 
-int vg_cuda_plan_offered(const vg_plan *p)
+int vg_cuda_plan_offered(const vg_plan *p, const char **why)
 {
-    return p && (p->kind != VG_KIND_DEQUANT_BLAS || blas_offered());
+    if (!p)
+        return 0;
+    if (p->kind != VG_KIND_DEQUANT_BLAS || blas_offered())
+        return 1;
+    if (why) {
+        int dev = 0;
+        const char *r = NULL;
+        if (cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < 64 &&
+            g_blas_state[dev].load(std::memory_order_acquire) < 0)
+            r = g_blas_why[dev];
+        else
+            (void)cudaGetLastError();
+        *why = r ? r : "the device's cuBLAS was not prepared (vg_cuda_blas_prepare)";
+    }
+    return 0;
 }
 
 const vg_plan *vg_cuda_heuristic_native(vg_family f, vg_path path, int32_t rows, int32_t n,
@@ -527,6 +541,11 @@ vg_status vg_cuda_gemm(const vg_plan *p, const vg_gemm_args *a)
     if (!vg_plan_applies(&cp->plan, a->w.family, a->path, rows))
         return vg_fail(VG_ERR_UNSUPPORTED, "cuda gemm: plan %s does not take %s %s with %d rows",
                        cp->plan.id, vg_family_name(a->w.family), vg_path_name(a->path), (int)rows);
+    /* Before the workspace check: without cuBLAS no workspace makes the
+     * plan run, and the caller should hear why. */
+    const char *no_blas = "";
+    if (cp->plan.kind == VG_KIND_DEQUANT_BLAS && vg_cuda_blas_load(NULL, &no_blas) != VG_OK)
+        return vg_fail(VG_ERR_UNSUPPORTED, "cuda gemm: plan %s: %s", cp->plan.id, no_blas);
     if (smem_of(cp, a->w.family) > device_smem_limit())
         return vg_fail(VG_ERR_UNSUPPORTED,
                        "cuda gemm: plan %s needs %d bytes of shared memory for %s, the device has %d",
