@@ -297,7 +297,7 @@ def describe(kind, deq, args):
         bits = ELEMENT_BYTES[family] * 8 if family in ELEMENT_BYTES else 8
         u = max(uu // 2, 1) if bits == 16 else uu
         uw = 2 * u if bits == 4 and u <= 2 else u
-        tile = (f"decode.m{8 * mt}n{16 * ni * wn}wn{wn}.u{uu}" if wn > 1
+        tile = (f"decode.m{8 * mt}n{16 * ni * wn}wn{wn}wk{wk}.u{uu}" if wn > 1
                 else f"decode.m{8 * mt}n{16 * ni}w{wk}.u{uu}")
         info.update(tile=tile, ni=ni, wk=wk, wn=wn, mt=mt, uu=uu, uw=uw,
                     warp_step_bytes=16 * ni * 128 * ELEMENT_BYTES.get(family, 1.0),

@@ -246,7 +246,7 @@ static size_t offered_of_kind(bench *b, vg_plan_kind kind, int m, const vg_plan 
         n = max;
     for (size_t i = 0; i < n; i++)
         if (out[i]->kind == kind && vg_plan_offered(out[i], b->o.family, VG_PATH_DENSE, m) &&
-            (!b->o.cuda || vg_cuda_plan_offered(out[i])))
+            (!b->o.cuda || vg_cuda_plan_offered(out[i], NULL)))
             out[kept++] = out[i];
     return kept;
 }

@@ -59,7 +59,7 @@
 
 template <class Deq, int NI, int WK, int MT, int UU, int WN = 1>
 struct DecodeCfg {
-    static_assert(WN == 1 || WK == 1, "warps split either K (WK) or N (WN), not both");
+    static_assert(WK * WN <= 16, "one named barrier per K group, at most 16 warps");
     static constexpr int kThreads = WK * WN * 32;
     static constexpr int kWarpN = 16 * NI; /* weight rows per warp */
     static constexpr int BN = kWarpN * WN; /* weight rows per block */
@@ -84,7 +84,7 @@ struct DecodeCfg {
     static constexpr int kXStride = kStepK + 8; /* halves; 272 bytes: a fragment read hits 8 distinct banks */
     static constexpr int kXSlot = BM * kXStride; /* one step's X, halves */
     static constexpr int kXSmem = WK * U * kXSlot * 2;
-    static constexpr int kRedSmem = (WK - 1) * BM * kWarpN * 4;
+    static constexpr int kRedSmem = (WK - 1) * BM * BN * 4;
     static constexpr int kSmem = kXSmem + kRedSmem;
     /* Blocks per SM the register budget must allow (__launch_bounds__):
      * for 16-row plans, 16 warps' worth, i.e. at most 128 registers per
@@ -192,11 +192,11 @@ __global__ void __launch_bounds__(WK * WN * 32, (DecodeCfg<Deq, NI, WK, MT, UU, 
     grid_dep_launch();
     const int g = p.offsets ? (int)blockIdx.y / p.mtiles : 0;
     const int N = p.w.n, K = p.w.k;
-    /* Warp wk of WK takes every WK-th K step; or, with WN > 1, warp wn
-     * takes the wn-th 16*NI weight rows of the block's and every step, and
-     * the block's warps share one X ring. */
-    const int wk = WN > 1 ? 0 : threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int wn = WN > 1 ? threadIdx.x >> 5 : 0;
+    /* Warp (wn, wk) takes the wn-th 16*NI weight rows of the block's and
+     * every WK-th K step; the WN warps of one wk (its K group) share one X
+     * ring. */
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int wn = WN > 1 ? warp % WN : 0, wk = WN > 1 ? warp / WN : warp;
     /* The thread's weight row in a tile (its first, on SM80+: g and g+8),
      * token in a token tile and 16-element K chunk in a half step. */
 #if VG_QUADPAIR
@@ -295,14 +295,16 @@ __global__ void __launch_bounds__(WK * WN * 32, (DecodeCfg<Deq, NI, WK, MT, UU, 
     /* X copies: thread xt of the XT that share a ring copies 16 bytes of
      * rows xt / 16 + XR t. */
     constexpr int XT = WN * 32, XR = XT / 16;
-    const int xt = WN > 1 ? (int)threadIdx.x : lane;
+    const int xt = WN > 1 ? wn * 32 + lane : lane;
     uint16_t *xdst = xring + (xt >> 4) * XS + (xt & 15) * 8;
     int xrows_lane = 0; /* rows this thread copies: xt / 16 + XR t < rows */
     /* Every thread that reads a ring slot is done with it, or its copy is
-     * visible to them all: the warp's own ring, or the block's. */
-    auto sync_ring = [] {
+     * visible to them all: the warp's own ring, or its K group's (named
+     * barrier 1 + wk of the group's WN warps: the groups' step counts may
+     * differ, so the block's barrier 0 would not do). */
+    auto sync_ring = [&] {
         if constexpr (WN > 1)
-            __syncthreads();
+            asm volatile("bar.sync %0, %1;\n" ::"r"(1 + wk), "r"(WN * 32) : "memory");
         else
             __syncwarp();
     };
@@ -569,6 +571,33 @@ __global__ void __launch_bounds__(WK * WN * 32, (DecodeCfg<Deq, NI, WK, MT, UU, 
     /* The pipelined loop over the fast steps.  i0 steps by UW, a multiple
      * of U: step i's X slot i % U is u % U. */
     static_assert(UW % PR == 0, "i0 must stay a multiple of PR (step_k0_offset)");
+    if constexpr (WN > 1 && U > 1) {
+        /* A shared ring, one barrier per step: after it, step i's X is in
+         * (every thread waited for its own copies of it) and every warp is
+         * done with step i - 1, whose slot then takes step i + U - 1.  Step
+         * s is cp.async group s (the prologue's U, then one per step from
+         * the second on), so U - 2 groups may still be in flight. */
+        for (int i0 = 0; i0 < nfast; i0 += UW) {
+            const int kb = step_k0(i0);
+#pragma unroll
+            for (int u = 0; u < UW; u++) {
+                const int i = i0 + u;
+                if (i >= nfast)
+                    break;
+                cp_async_wait<U - 2>();
+                sync_ring();
+                if (i > 0) {
+                    if (i + U - 1 < nfast)
+                        load_x(kb + step_k0_offset(u + U - 1), (u + U - 1) % U);
+                    cp_async_commit();
+                }
+                compute(wbuf[u], sc[u], xring + (u % U) * C::kXSlot);
+                if (i + UW < nfast)
+                    load_w(kb + step_k0_offset(u + UW), wbuf[u], sc[u]);
+            }
+        }
+        sync_ring(); /* the tail's plain stores go into slots the loop read */
+    } else
     for (int i0 = 0; i0 < nfast; i0 += UW) {
         const int kb = step_k0(i0);
 #pragma unroll
@@ -630,7 +659,7 @@ __global__ void __launch_bounds__(WK * WN * 32, (DecodeCfg<Deq, NI, WK, MT, UU, 
     if constexpr (WK > 1) {
         float *red = reinterpret_cast<float *>(smem + C::kXSmem);
         auto slot = [&](int w, int j, int m, int e) -> float & {
-            return red[((w - 1) * BM + tok(m, e)) * C::BN + wrow_of(j, e)];
+            return red[((w - 1) * BM + tok(m, e)) * C::BN + wn * C::kWarpN + wrow_of(j, e)];
         };
         if (wk > 0)
 #pragma unroll

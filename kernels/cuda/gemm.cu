@@ -97,8 +97,9 @@ struct CudaPlan {
 /* Mid decode plans: the same kernel with WN warps over N sharing one X
  * ring (plan_list.h), offered from tile_m/2 + 1 rows (below, a plan with
  * half the token tile wastes less). */
-#define ROW_DECODE_WN(path, tile_m, tile_n, WN, U, split, max_rows)                          \
-    {{VG_PLAN_ID_DECODE_WN(path, tile_m, tile_n, WN, U, split), "cuda", VG_PLAN_PATH(path),  \
+#define ROW_DECODE_WN(path, tile_m, tile_n, WN, WK, U, split, max_rows)                      \
+    {{VG_PLAN_ID_DECODE_WN(path, tile_m, tile_n, WN, WK, U, split), "cuda",                  \
+      VG_PLAN_PATH(path),                                                                    \
       VG_ALL_FAMILIES, tile_m, tile_n, 128, U, split, max_rows, VG_KIND_DECODE, tile_m / 2 + 1}},
 #define ROW_TILED(path, name, BM, BN, BK, ST, split, max_rows, WM, WN, WK)                   \
     {{VG_PLAN_ID_TILED(path, name, BM, BN, BK, ST, split), "cuda", VG_PLAN_PATH(path),       \

@@ -16,15 +16,15 @@
  *       W comes from DRAM about once and from L2 after) and are timed
  *       against the mid tiles at 17-64 rows (issue 31).
  *       id: cuda.<path>.decode.m<tile_m>n<tile_n>w<WK>.u<U>.sk<split>
- *   DECODE_WN(path, tile_m, tile_n, WN, U, split, max_rows)
- *       vg_decode_kernel<Deq, NI = tile_n/(16 WN), 1, MT = tile_m/8, U, WN>:
- *       the same kernel with its WN warps side by side over N instead of
- *       over K, so the block's warps share one X ring (one copy of the
- *       token tile for tile_n weight rows, where WK warps each copy their
- *       own for 16 NI) and each weight element is decoded once for all
- *       tile_m tokens: the mid sizes (issue 31; KERNELS.md D36).  Offered
- *       from tile_m/2 + 1 rows.
- *       id: cuda.<path>.decode.m<tile_m>n<tile_n>wn<WN>.u<U>.sk<split>
+ *   DECODE_WN(path, tile_m, tile_n, WN, WK, U, split, max_rows)
+ *       vg_decode_kernel<Deq, NI = tile_n/(16 WN), WK, MT = tile_m/8, U, WN>:
+ *       the same kernel with WN warps side by side over N for each of its
+ *       WK K groups, so the WN warps of a group share one X ring (one copy
+ *       of the token tile for tile_n weight rows, where the plain decode
+ *       plan's warps each copy their own for 16 NI) and each weight
+ *       element is decoded once for all tile_m tokens: the mid sizes
+ *       (issue 31; KERNELS.md D36).  Offered from tile_m/2 + 1 rows.
+ *       id: cuda.<path>.decode.m<tile_m>n<tile_n>wn<WN>wk<WK>.u<U>.sk<split>
  *   TILED(path, name, BM, BN, BK, ST, split, max_rows, WM, WN, WK)
  *       vg_gemm_kernel<Deq, BM, BN, BK, WM, WN, WK, ST> (gemm_kernel.cuh):
  *       the shared-memory pipelined mainloop, ST pipeline stages, a WM x WN
@@ -62,13 +62,19 @@
     DECODE(dense, 8, 16, 8, 4, 1, 8)                                                       \
     DECODE(dense, 8, 16, 16, 2, 1, 8)                                                      \
     DECODE(dense, 16, 16, 8, 4, 1, 64)                                                      \
-    DECODE_WN(dense, 32, 64, 4, 2, 1, 64)                                                   \
-    DECODE_WN(dense, 32, 64, 4, 2, 2, 64)                                                   \
-    DECODE_WN(dense, 32, 128, 8, 2, 2, 64)                                                  \
-    DECODE_WN(dense, 64, 64, 4, 2, 1, 256)                                                  \
-    DECODE_WN(dense, 64, 64, 4, 2, 2, 256)                                                  \
-    DECODE_WN(dense, 64, 128, 8, 2, 2, 256)                                                 \
-    DECODE_WN(dense, 64, 128, 8, 2, 4, 256)                                                 \
+    DECODE_WN(dense, 32, 64, 4, 1, 2, 1, 64)                                                \
+    DECODE_WN(dense, 32, 64, 4, 1, 2, 2, 64)                                                \
+    DECODE_WN(dense, 32, 64, 4, 2, 2, 1, 64)                                                \
+    DECODE_WN(dense, 32, 128, 8, 1, 2, 2, 64)                                               \
+    DECODE_WN(dense, 64, 64, 4, 1, 2, 1, 256)                                               \
+    DECODE_WN(dense, 64, 64, 4, 1, 2, 2, 256)                                               \
+    DECODE_WN(dense, 64, 64, 4, 1, 2, 4, 256)                                               \
+    DECODE_WN(dense, 64, 64, 4, 2, 2, 1, 256)                                               \
+    DECODE_WN(dense, 64, 64, 4, 2, 2, 2, 256)                                               \
+    DECODE_WN(dense, 64, 128, 8, 1, 2, 2, 256)                                              \
+    DECODE_WN(dense, 64, 128, 8, 1, 2, 4, 256)                                              \
+    DECODE_WN(dense, 64, 128, 8, 1, 2, 8, 256)                                              \
+    DECODE_WN(dense, 64, 128, 8, 1, 4, 4, 256)                                              \
     TILED(dense, mid, 64, 64, 128, 4, 1, 64, 2, 2, 1)                                   \
     TILED(dense, mid, 64, 64, 128, 4, 2, 64, 2, 2, 1)                                   \
     TILED(dense, prefill, 128, 128, 64, 3, 1, 0, 2, 4, 1)                               \
@@ -96,9 +102,9 @@
     DECODE(grouped, 8, 16, 8, 4, 1, 8)                                                     \
     DECODE(grouped, 8, 16, 16, 2, 1, 8)                                                    \
     DECODE(grouped, 16, 16, 8, 4, 1, 16)                                                    \
-    DECODE_WN(grouped, 32, 64, 4, 2, 1, 64)                                                 \
-    DECODE_WN(grouped, 64, 64, 4, 2, 1, 256)                                                \
-    DECODE_WN(grouped, 64, 128, 8, 2, 1, 256)                                               \
+    DECODE_WN(grouped, 32, 64, 4, 1, 2, 1, 64)                                              \
+    DECODE_WN(grouped, 64, 64, 4, 1, 2, 1, 256)                                             \
+    DECODE_WN(grouped, 64, 128, 8, 1, 2, 1, 256)                                            \
     TILED(grouped, mid, 64, 64, 128, 4, 1, 0, 2, 2, 1)                                  \
     TILED(grouped, mid, 64, 64, 128, 2, 1, 0, 2, 2, 1)                                  \
     TILED(grouped, mid, 64, 64, 64, 3, 1, 0, 2, 2, 1)                                   \
@@ -108,8 +114,8 @@
 /* The ids, from an entry's tokens. */
 #define VG_PLAN_ID_DECODE(path, tile_m, tile_n, WK, U, split)                          \
     "cuda." #path ".decode.m" #tile_m "n" #tile_n "w" #WK ".u" #U ".sk" #split
-#define VG_PLAN_ID_DECODE_WN(path, tile_m, tile_n, WN, U, split)                       \
-    "cuda." #path ".decode.m" #tile_m "n" #tile_n "wn" #WN ".u" #U ".sk" #split
+#define VG_PLAN_ID_DECODE_WN(path, tile_m, tile_n, WN, WK, U, split)                   \
+    "cuda." #path ".decode.m" #tile_m "n" #tile_n "wn" #WN "wk" #WK ".u" #U ".sk" #split
 #define VG_PLAN_ID_TILED(path, name, BM, BN, BK, ST, split)                            \
     "cuda." #path "." #name ".m" #BM "n" #BN "k" #BK ".s" #ST ".sk" #split
 #define VG_PLAN_ID_DQBLAS(path) "cuda." #path ".dqcublas"
