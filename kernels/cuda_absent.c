@@ -30,9 +30,10 @@ const vg_plan *vg_cuda_heuristic_native(vg_family f, vg_path path, int32_t rows,
     return vg_cuda_heuristic(f, path, rows, n, k);
 }
 const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, int32_t n,
-                                     int32_t k, int smem_limit, int dq_rows)
+                                     int32_t k, int smem_limit, int dq_rows, int sm_major)
 {
     (void)f; (void)path; (void)rows; (void)n; (void)k; (void)smem_limit; (void)dq_rows;
+    (void)sm_major;
     return NULL;
 }
 vg_status vg_cuda_blas_prepare(int *offered, const char **why)

@@ -48,19 +48,18 @@ vg_status vg_cuda_plan_table_check(void);
 const vg_plan *vg_cuda_heuristic_native(vg_family f, vg_path path, int32_t rows, int32_t n,
                                         int32_t k);
 /* The same rule for a device with smem_limit bytes of opt-in shared memory
- * per block that takes the dequantize + cuBLAS kind from dq_rows rows (0:
- * the kind is not offered; vg_cuda_heuristic: the current device's facts),
- * and the shared
- * memory plan p's kernel for family f takes (-1 for an unknown plan). */
+ * per block, compute capability major sm_major, that takes the dequantize
+ * + cuBLAS kind from dq_rows rows (0: the kind is not offered;
+ * vg_cuda_heuristic: the current device's facts). */
 const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, int32_t n,
-                                     int32_t k, int smem_limit, int dq_rows);
+                                     int32_t k, int smem_limit, int dq_rows, int sm_major);
 /* Rows (M, or rows of the largest group) from which the rule takes the
- * dequantize + cuBLAS plan where the device offers it (KERNELS.md D34):
- * SM80+ from 65, where the H100 crossover had it 2x faster than the native
- * tiles at 128 rows and the 16-row decode tiles ahead up to 64; SM70/75 from
- * 256, by the V100 model (its DRAM makes the copy ~3x dearer against its
- * tensor cores). */
-#define VG_CUDA_DQBLAS_ROWS_SM80 65
+ * dequantize + cuBLAS plan where the device offers it (KERNELS.md D34,
+ * D36): SM80+ from 129, where the H100 crossover had the mid decode plans
+ * ahead of it up to 128 rows and level with it (fp8) or behind (nvfp4) at
+ * 256; SM70/75 from 256, by the V100 model (its DRAM makes the copy ~3x
+ * dearer against its tensor cores). */
+#define VG_CUDA_DQBLAS_ROWS_SM80 129
 #define VG_CUDA_DQBLAS_ROWS_SM70 256
 /* Whether the current device offers the dequantize + cuBLAS kind to the
  * runtime (cuBLAS starts on it, and VG_CUDA_DQBLAS is unset or 1; 0 takes

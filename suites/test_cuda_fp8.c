@@ -490,10 +490,11 @@ static void test_heuristic_fits_every_arch(void **state)
     }
     static const int limits[] = {64 << 10, 96 << 10, 99 << 10, 163 << 10, 227 << 10};
     static const vg_path paths[] = {VG_PATH_DENSE, VG_PATH_GROUPED, VG_PATH_LOOP, VG_PATH_MOE};
-    static const int32_t rows[] = {1, 6, 8, 9, 16, 17, 64, 65, 4096};
+    static const int32_t rows[] = {1, 6, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 256, 257, 4096};
     static const int32_t ns[] = {256, 1024, 3072, 4096, 14336};
     int failures = 0;
     static const int dq_rows_of[] = {0, VG_CUDA_DQBLAS_ROWS_SM80, VG_CUDA_DQBLAS_ROWS_SM70};
+    for (int major = 7; major <= 9; major++)
     for (size_t dq = 0; dq < 3; dq++)
     for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++)
         for (int f = 0; f < VG_FAMILY_COUNT; f++)
@@ -502,8 +503,8 @@ static void test_heuristic_fits_every_arch(void **state)
                     for (size_t n = 0; n < sizeof ns / sizeof ns[0]; n++) {
                         if (paths[p] == VG_PATH_GROUPED && rows[r] > GROUPED_DECODE_MAX_TOKENS)
                             continue;
-                        const vg_plan *h = vg_cuda_heuristic_for((vg_family)f, paths[p], rows[r],
-                                                                 ns[n], 4096, limits[l], dq_rows_of[dq]);
+                        const vg_plan *h = vg_cuda_heuristic_for((vg_family)f, paths[p], rows[r], ns[n],
+                                                                 4096, limits[l], dq_rows_of[dq], major);
                         assert_non_null(h);
                         assert_true(vg_plan_applies(h, (vg_family)f, paths[p], rows[r]));
                         int smem = vg_cuda_plan_smem(h, (vg_family)f);
@@ -515,6 +516,38 @@ static void test_heuristic_fits_every_arch(void **state)
                         }
                     }
     assert_int_equal(failures, 0);
+}
+
+/* The rule's rows above 16 (KERNELS.md "The fixed rule", D36): dense on
+ * SM80+ takes the 16-row decode tiles to 32 rows, the mid decode plans
+ * (W streamed, tokens in 64-row tiles) to 256 unless the dequantize +
+ * cuBLAS kind starts earlier (from VG_CUDA_DQBLAS_ROWS_SM80), the prefill
+ * tile above; SM70/75 keep the tiled mid and prefill plans.  Needs no
+ * device. */
+static void test_rule_mid_rows(void **state)
+{
+    (void)state;
+    if (vg_cuda_plan_count() == 0) {
+        vgtest_skip("built without CUDA");
+    }
+    const int smem = 227 << 10;
+    static const int32_t rows[] = {17, 32, 33, 64, 65, 128, 129, 200, 256, 257};
+    for (int f = 0; f < VG_FAMILY_COUNT; f++)
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+            const int32_t m = rows[r];
+            const vg_plan *h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_DENSE, m, 4096, 4096, smem, 0, 9);
+            assert_non_null(h);
+            assert_int_equal(h->kind, m <= 256 ? VG_KIND_DECODE : VG_KIND_TILED);
+            assert_true(h->tile_m == (m <= 32 ? 16 : m <= 256 ? 64 : h->tile_m));
+            assert_true(vg_plan_offered(h, (vg_family)f, VG_PATH_DENSE, m));
+            h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_LOOP, m, 4096, 4096, smem,
+                                      VG_CUDA_DQBLAS_ROWS_SM80, 8);
+            assert_non_null(h);
+            assert_int_equal(h->kind, m >= VG_CUDA_DQBLAS_ROWS_SM80 ? VG_KIND_DEQUANT_BLAS : VG_KIND_DECODE);
+            h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_DENSE, m, 4096, 4096, 96 << 10, 0, 7);
+            assert_non_null(h);
+            assert_int_equal(h->kind, VG_KIND_TILED);
+        }
 }
 
 /* Every plan id the CUDA heuristic can name is in the table: with limits
@@ -531,9 +564,10 @@ static void test_heuristic_names_known_plans(void **state)
     }
     static const int limits[] = {0, 48 << 10};
     static const vg_path paths[] = {VG_PATH_DENSE, VG_PATH_GROUPED, VG_PATH_LOOP, VG_PATH_MOE};
-    static const int32_t rows[] = {1, 6, 8, 9, 16, 17, 64, 65, 255, 256, 4096};
+    static const int32_t rows[] = {1, 6, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 255, 256, 257, 4096};
     static const int32_t ns[] = {16, 256, 512, 768, 1024, 3072, 4096, 14336};
     static const int dq_rows_of[] = {0, VG_CUDA_DQBLAS_ROWS_SM80, VG_CUDA_DQBLAS_ROWS_SM70};
+    for (int major = 7; major <= 9; major++)
     for (size_t dq = 0; dq < 3; dq++)
         for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++)
             for (int f = 0; f < VG_FAMILY_COUNT; f++)
@@ -542,8 +576,8 @@ static void test_heuristic_names_known_plans(void **state)
                         for (size_t n = 0; n < sizeof ns / sizeof ns[0]; n++) {
                             if (paths[p] == VG_PATH_GROUPED && rows[r] > GROUPED_DECODE_MAX_TOKENS)
                                 continue;
-                            const vg_plan *h = vg_cuda_heuristic_for(
-                                (vg_family)f, paths[p], rows[r], ns[n], 4096, limits[l], dq_rows_of[dq]);
+                            const vg_plan *h = vg_cuda_heuristic_for((vg_family)f, paths[p], rows[r], ns[n],
+                                                                     4096, limits[l], dq_rows_of[dq], major);
                             assert_non_null(h);
                             assert_true(vg_plan_applies(h, (vg_family)f, paths[p], rows[r]));
                         }
@@ -582,6 +616,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_heuristic_applies),
         cmocka_unit_test(test_heuristic_fits_every_arch),
+        cmocka_unit_test(test_rule_mid_rows),
         cmocka_unit_test(test_heuristic_names_known_plans),
         cmocka_unit_test(test_e4m3_every_code),
         cmocka_unit_test(test_dense_every_plan),

@@ -378,7 +378,12 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
  * with 48-191 tiles (the loop path's N=1024 groups) 16 or 8 warps per block
  * that split K inside the block, 2.2x faster there than split-K across
  * blocks, whose reduce kernel doubles the launches; below that, split-K 4.
- * <= 64 rows: the mid tile; above: the prefill tile.  Where the preferred
+ * Dense and loop above 16 rows on SM80+: the 16-row decode tiles up to 32
+ * rows, then the mid decode plans (64 tokens, four warps over N sharing
+ * one X ring) up to 256: split 4 to 64 rows, two K groups to 128, one
+ * block per 64 x 64 tile to 256 (the H100 crossover, KERNELS.md D36);
+ * on SM70/75 (no V100 measurement of the mid decode plans yet) and above
+ * 256 rows, <= 64 rows: the mid tile; above: the prefill tile.  Where the preferred
  * plan needs more shared memory than the device has (the 8- and 16-warp
  * decode plans take 77-146 KB, the 3- and 4-stage mid and prefill tiles
  * 80-148 KB; a V100 has 96 KB, a T4 64 KB), the next plan in its list
@@ -387,7 +392,7 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
  * (dq_rows, 0 where it does not), dequantize once + cuBLAS (KERNELS.md
  * D34). */
 const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, int32_t n,
-                                     int32_t k, int smem_limit, int dq_rows)
+                                     int32_t k, int smem_limit, int dq_rows, int sm_major)
 {
     (void)k;
     if ((unsigned)f >= VG_FAMILY_COUNT || (unsigned)path >= VG_PATH_COUNT)
@@ -433,6 +438,17 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
                                                          "cuda.dense.decode.m8n32w4.u2.sk2"});
         return by_id(big ? "cuda.dense.decode.m16n32w4.u2.sk4" : "cuda.dense.decode.m8n32w4.u2.sk4");
     }
+    if (sm_major >= 8 && rows <= 256) {
+        if (rows <= 32)
+            return first_that_fits(f, smem_limit, {"cuda.dense.decode.m16n32w4.u2.sk1",
+                                                   "cuda.dense.decode.m16n16w4.u2.sk1"});
+        if (rows <= 64)
+            return by_id("cuda.dense.decode.m64n64wn4wk1.u2.sk4");
+        if (rows <= 128)
+            return first_that_fits(f, smem_limit, {"cuda.dense.decode.m64n64wn4wk2.u2.sk1",
+                                                   "cuda.dense.decode.m64n64wn4wk1.u2.sk2"});
+        return by_id("cuda.dense.decode.m64n64wn4wk1.u2.sk1");
+    }
     if (rows <= 64)
         return ceil_div(n, 64) >= 64
                    ? first_that_fits(f, smem_limit, {"cuda.dense.mid.m64n64k128.s4.sk1",
@@ -448,7 +464,8 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
 
 const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k)
 {
-    return vg_cuda_heuristic_for(f, path, rows, n, k, device_smem_limit(), dq_rows_here());
+    return vg_cuda_heuristic_for(f, path, rows, n, k, device_smem_limit(), dq_rows_here(),
+                                 vg_cuda_device_major());
 }
 
 /* Walks every branch of the rule (limits that no plan fits, 0, or only
@@ -458,8 +475,9 @@ const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_
 vg_status vg_cuda_plan_table_check(void)
 {
     static const int limits[] = {0, 48 << 10};
-    static const int32_t rows[] = {1, 6, 8, 9, 16, 17, 64, 65, 255, 256, 4096};
+    static const int32_t rows[] = {1, 6, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 255, 256, 257, 4096};
     static const int32_t ns[] = {16, 256, 512, 768, 1024, 3072, 4096, 14336};
+    for (int major : {7, 8})
     for (int dq_rows : {0, VG_CUDA_DQBLAS_ROWS_SM80, VG_CUDA_DQBLAS_ROWS_SM70})
         for (int l = 0; l < 2; l++)
             for (int f = 0; f < VG_FAMILY_COUNT; f++)
@@ -467,7 +485,7 @@ vg_status vg_cuda_plan_table_check(void)
                     for (int32_t r : rows)
                         for (int32_t n : ns)
                             (void)vg_cuda_heuristic_for((vg_family)f, (vg_path)path, r, n, 4096,
-                                                        limits[l], dq_rows);
+                                                        limits[l], dq_rows, major);
     const char *missing = g_missing_id.load();
     if (missing)
         return vg_fail(VG_ERR_INTERNAL,
@@ -498,7 +516,7 @@ int vg_cuda_plan_offered(const vg_plan *p, const char **why)
 const vg_plan *vg_cuda_heuristic_native(vg_family f, vg_path path, int32_t rows, int32_t n,
                                         int32_t k)
 {
-    return vg_cuda_heuristic_for(f, path, rows, n, k, device_smem_limit(), 0);
+    return vg_cuda_heuristic_for(f, path, rows, n, k, device_smem_limit(), 0, vg_cuda_device_major());
 }
 
 vg_status vg_cuda_workspace_bytes(const vg_plan *p, const vg_gemm_args *a, size_t *bytes)

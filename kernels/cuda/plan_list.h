@@ -62,18 +62,11 @@
     DECODE(dense, 8, 16, 8, 4, 1, 8)                                                       \
     DECODE(dense, 8, 16, 16, 2, 1, 8)                                                      \
     DECODE(dense, 16, 16, 8, 4, 1, 64)                                                      \
-    DECODE_WN(dense, 32, 64, 4, 1, 2, 1, 64)                                                \
-    DECODE_WN(dense, 32, 64, 4, 1, 2, 2, 64)                                                \
-    DECODE_WN(dense, 32, 64, 4, 2, 2, 1, 64)                                                \
-    DECODE_WN(dense, 32, 128, 8, 1, 2, 2, 64)                                               \
     DECODE_WN(dense, 64, 64, 4, 1, 2, 1, 256)                                               \
     DECODE_WN(dense, 64, 64, 4, 1, 2, 2, 256)                                               \
     DECODE_WN(dense, 64, 64, 4, 1, 2, 4, 256)                                               \
     DECODE_WN(dense, 64, 64, 4, 2, 2, 1, 256)                                               \
     DECODE_WN(dense, 64, 64, 4, 2, 2, 2, 256)                                               \
-    DECODE_WN(dense, 64, 128, 8, 1, 2, 2, 256)                                              \
-    DECODE_WN(dense, 64, 128, 8, 1, 2, 4, 256)                                              \
-    DECODE_WN(dense, 64, 128, 8, 1, 2, 8, 256)                                              \
     DECODE_WN(dense, 64, 128, 8, 1, 4, 4, 256)                                              \
     TILED(dense, mid, 64, 64, 128, 4, 1, 64, 2, 2, 1)                                   \
     TILED(dense, mid, 64, 64, 128, 4, 2, 64, 2, 2, 1)                                   \
@@ -102,9 +95,8 @@
     DECODE(grouped, 8, 16, 8, 4, 1, 8)                                                     \
     DECODE(grouped, 8, 16, 16, 2, 1, 8)                                                    \
     DECODE(grouped, 16, 16, 8, 4, 1, 16)                                                    \
-    DECODE_WN(grouped, 32, 64, 4, 1, 2, 1, 64)                                              \
     DECODE_WN(grouped, 64, 64, 4, 1, 2, 1, 256)                                             \
-    DECODE_WN(grouped, 64, 128, 8, 1, 2, 1, 256)                                            \
+    DECODE_WN(grouped, 64, 64, 4, 2, 2, 1, 256)                                             \
     TILED(grouped, mid, 64, 64, 128, 4, 1, 0, 2, 2, 1)                                  \
     TILED(grouped, mid, 64, 64, 128, 2, 1, 0, 2, 2, 1)                                  \
     TILED(grouped, mid, 64, 64, 64, 3, 1, 0, 2, 2, 1)                                   \
