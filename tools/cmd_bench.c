@@ -114,7 +114,8 @@ static void usage(FILE *f)
             "                         cpu; cpu runs small shapes, host clock)\n"
             "  --shape LIST           wo_a,dense,prefill,crossover (default wo_a)\n"
             "                         wo_a: 8 groups x N=1024 x K=4096; dense: N=K=4096 and\n"
-            "                         N=4096,K=14336 at M <= 16; prefill: M=N=K=4096;\n"
+            "                         N=4096,K=14336 at M = each --tokens value (with --plan,\n"
+            "                         e.g. one mid-size plan under a profiler); prefill: M=N=K=4096;\n"
             "                         crossover: the dense shapes at M = 1, 16, 32, 64, 128,\n"
             "                         256, 512, 1024, 4096, 8192 (its M=N=K=4096 row is\n"
             "                         prefill4096's), where plan kinds and the cuBLAS peer\n"
@@ -433,9 +434,8 @@ int cmd_bench(int argc, char **argv)
         bench_grouped(&b, h, wname, wG, wN, wK);
     int ms[MAX_LIST], nms = 0;
     for (int i = 0; i < o->ntokens; i++)
-        if (o->tokens[i] <= 16)
-            ms[nms++] = o->tokens[i];
-    /* Each dense shape runs the union of dense's M (--tokens up to 16) and
+        ms[nms++] = o->tokens[i];
+    /* Each dense shape runs the union of dense's M (the --tokens values) and
      * crossover's, so asking for both runs no row twice; the crossover's
      * square row (M=N=K=4096) is prefill4096's, under that name. */
     static const int cross_cuda[] = {1, 16, 32, 64, 128, 256, 512, 1024, 4096, 8192};

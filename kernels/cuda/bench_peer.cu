@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cuda_bench.h"
-#include "decode_kernel.cuh" /* ldg_words, grid_dep_wait, grid_dep_launch */
+#include "decode_cfg.cuh" /* ldg_words, grid_dep_wait, grid_dep_launch */
 #include "kernels.h"         /* vg_cuda_decode_pdl */
 #include "timing.h"          /* vg_median */
 #include "voltgate/formats.h"

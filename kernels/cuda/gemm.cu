@@ -46,7 +46,7 @@ __global__ void vg_splitk_reduce_kernel(const float *ws, void *y, int y_f16, siz
 }
 
 /* Programmatic dependent launch for the decode kernels on SM90+
- * (gemm_kernel.cuh, grid_dep_wait; plan_kernels.cuh launch_decode): a
+ * (kernel_common.cuh, grid_dep_wait; plan_kernels.cuh launch_decode): a
  * decode GEMM is short (a few us) and each launch pays a fixed ramp-up and
  * tail; with the attribute the next launch's blocks start while this one
  * drains and load their first weights before they wait for it.
