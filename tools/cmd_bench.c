@@ -83,7 +83,7 @@ static int parse_list(const char *s, int *out, int max, const char *what)
 
 /* The M values of a and b in ascending order, each once, without `skip`
  * (0: none); returns how many, at most MAX_LIST (the values past it are
- * dropped: a holds at most MAX_LIST, b is one of the short crossover lists). */
+ * dropped, each named on stderr). */
 static int merge_ms(int *out, const int *a, int na, const int *b, int nb, int skip)
 {
     int n = 0;
@@ -95,6 +95,8 @@ static int merge_ms(int *out, const int *a, int na, const int *b, int nb, int sk
                 seen = out[j] == v[i];
             if (!seen && n < MAX_LIST)
                 out[n++] = v[i];
+            else if (!seen)
+                fprintf(stderr, "bench: M=%d left out: at most %d M values per shape\n", v[i], MAX_LIST);
         }
     }
     for (int i = 1; i < n; i++) /* insertion sort: a few values */
@@ -445,7 +447,9 @@ int cmd_bench(int argc, char **argv)
                        : o->cuda ? (int)(sizeof cross_cuda / sizeof *cross_cuda)
                                  : (int)(sizeof cross_cpu / sizeof *cross_cpu);
     const int ndense = o->shapes & SHAPE_DENSE ? nms : 0;
-    int sq[MAX_LIST], nsq = merge_ms(sq, ms, ndense, cross, ncross, o->cuda ? 4096 : 512);
+    /* M=N=K=4096 runs as prefill4096's row where that shape runs */
+    const int prefill = (o->shapes & SHAPE_PREFILL) || (o->cuda && ncross > 0);
+    int sq[MAX_LIST], nsq = merge_ms(sq, ms, ndense, cross, ncross, o->cuda && prefill ? 4096 : 0);
     int tall[MAX_LIST], ntall = merge_ms(tall, ms, ndense, cross, ncross, 0);
     /* At the crossover's M, each plan kind's fastest plan gets a row too. */
     if (o->cuda) {
@@ -455,7 +459,6 @@ int cmd_bench(int argc, char **argv)
         bench_dense(&b, h, "n512k512", 512, 512, sq, nsq, cross, ncross);
     }
     int pm[1] = {o->cuda ? 4096 : 256};
-    const int prefill = (o->shapes & SHAPE_PREFILL) || (o->cuda && ncross > 0);
     if (prefill)
         bench_dense(&b, h, o->cuda ? "prefill4096" : "prefill256", o->cuda ? 4096 : 256,
                     o->cuda ? 4096 : 256, pm, 1, o->cuda ? cross : NULL, o->cuda ? ncross : 0);

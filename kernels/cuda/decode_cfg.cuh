@@ -12,7 +12,8 @@
 
 template <class Deq, int NI, int WK, int MT, int UU, int WN = 1>
 struct DecodeCfg {
-    static_assert(WK * WN <= 16, "one named barrier per K group, at most 16 warps");
+    static_assert(WN == 1 || WK <= 15, "one named barrier per K group: ids 1..WK of 16");
+    static_assert(WK * WN <= 32, "at most 1024 threads per block");
     static constexpr int kThreads = WK * WN * 32;
     static constexpr int kWarpN = 16 * NI; /* weight rows per warp */
     static constexpr int BN = kWarpN * WN; /* weight rows per block */
@@ -46,7 +47,9 @@ struct DecodeCfg {
      * 150-190 (3 blocks per SM: fp8 4096x14336 with 8 warps, U=4: 23.1 us
      * against 17.2).  32-row plans keep nvcc's choice: the cap made the
      * 4-warp one slower (fp8 wo_a 12.2 us against 11.2 at its own 184) and
-     * others spill.  H200, kernels/cuda/KERNELS.md D3. */
+     * others spill.  H200, kernels/cuda/KERNELS.md D3.  Mid decode plans
+     * (MT > 2) keep nvcc's choice too (D36); the 16-warp budget counts
+     * all WK x WN warps of a block. */
 #if VG_QUADPAIR
     /* SM70 holds twice the sums per thread (kAccE) and, for a per-row
      * post-scale, two more scales per step: a plan whose W
@@ -59,9 +62,10 @@ struct DecodeCfg {
     static constexpr int kRegEstimate = UW * NI * 4 * kWords + NI * MT * 8 * (Deq::kPostScale ? 2 : 1) +
                                         (Deq::kPostScale && !Deq::kPostPerBlock ? UW * NI * 2 : 0) + 56;
     static constexpr int kMinBlocks =
-        NI == 1 && WK < 16 && MT <= 2 ? (kRegEstimate > 160 ? 8 : kRegEstimate > 120 ? 12 : 16) / WK : 1;
+        NI == 1 && WK * WN < 16 && MT <= 2 ? (kRegEstimate > 160 ? 8 : kRegEstimate > 120 ? 12 : 16) / (WK * WN)
+                                           : 1;
 #else
-    static constexpr int kMinBlocks = NI == 1 && WK < 16 && MT <= 2 ? 16 / WK : 1;
+    static constexpr int kMinBlocks = NI == 1 && WK * WN < 16 && MT <= 2 ? 16 / (WK * WN) : 1;
 #endif
 };
 

@@ -1,11 +1,18 @@
 /*
- * The decode mainloop (M <= 16 rows of X per block): weight-bandwidth bound,
- * so the work per byte of W is what decides its speed.
+ * The decode mainloop (8 or 16 rows of X per block; 64 for the mid decode
+ * plans): weight-bandwidth bound, so the work per byte of W is what decides
+ * its speed.
  *
  * The weight is the MMA's A operand: one m16n8k16 multiplies 16 weight rows
  * by 8 tokens, so the dequantized weight fills the whole fragment (no zero
- * padding at M <= 8) and one decode serves up to two token tiles (MT = 2).
+ * padding at M <= 8) and one decode serves all MT token tiles of the block.
  * X is the B operand.
+ *
+ * Mid decode plans (WN > 1, KERNELS.md D36): WN warps side by side over N
+ * in each of WK K groups; the WN warps of a group take the same steps and
+ * share one X ring, which all their threads fill, with one named barrier
+ * per step (so X runs U - 1 steps ahead there, not U).  The rest of this
+ * comment is the WN = 1 case, which the decode plans are.
  *
  * Block: WK warps, all on the same NI*16 weight rows; warp wk takes every
  * WK-th 128-long K step of the split's range (a step is one scale block for
@@ -294,7 +301,8 @@ __global__ void __launch_bounds__(WK * WN * 32, (DecodeCfg<Deq, NI, WK, MT, UU, 
     asm volatile("" : "+l"(xlane), "+l"(xdst));
 
     /* One cp.async group per step, committed even when empty, so that
-     * "all but the newest U-1 groups" is always step i's. */
+     * "all but the newest U-1 groups" is always step i's (U-2 on a shared
+     * ring, whose refills trail by one step: the loop below). */
 #pragma unroll
     for (int u = 0; u < U; u++) {
         if (u < nfast)

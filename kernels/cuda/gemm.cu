@@ -114,9 +114,10 @@ struct CudaPlan {
     {{VG_PLAN_ID_DQBLAS(path), "cuda", VG_PLAN_PATH(path), VG_ALL_FAMILIES, 0, 0, 0, 0, 1, 0, \
       VG_KIND_DEQUANT_BLAS, DQBLAS_MIN_ROWS}},
 
-/* The plan table, in the list's order.  Decode plans (M <= 16): the
- * register-streaming kernel (decode_kernel.cuh), named
- * m<tokens>n<weight rows>w<warps>.u<U>.sk<split>.  Mid (M <= 64) and
+/* The plan table, in the list's order.  Decode plans (8 or 16 tokens per
+ * block; 64 for the mid decode plans): the register-streaming kernel
+ * (decode_kernel.cuh), named m<tokens>n<weight rows>w<warps>.u<U>.sk<split>
+ * (wn<WN>wk<WK> for the mid decode plans).  Mid tiles (M <= 64) and
  * prefill (any M): the shared-memory pipelined mainloop (gemm_kernel.cuh),
  * square tiles, warps over M and N. */
 const CudaPlan g_plans[] = {VG_CUDA_PLAN_LIST(ROW_DECODE, ROW_DECODE_WN, ROW_TILED, ROW_DQBLAS)};
@@ -381,9 +382,11 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
  * Dense and loop above 16 rows on SM80+: the 16-row decode tiles up to 32
  * rows, then the mid decode plans (64 tokens, four warps over N sharing
  * one X ring) up to 256: split 4 to 64 rows, two K groups to 128, one
- * block per 64 x 64 tile to 256 (the H100 crossover, KERNELS.md D36);
- * on SM70/75 (no V100 measurement of the mid decode plans yet) and above
- * 256 rows, <= 64 rows: the mid tile; above: the prefill tile.  Where the preferred
+ * block per 64 x 64 tile to 256 (the H100 crossover at N = 4096,
+ * KERNELS.md D36), for N >= 2048 (smaller N was not measured: fewer
+ * blocks); on SM70/75 (no V100 measurement of the mid decode plans yet),
+ * below N = 2048 and above 256 rows, <= 64 rows: the mid tile; above: the
+ * prefill tile.  Where the preferred
  * plan needs more shared memory than the device has (the 8- and 16-warp
  * decode plans take 77-146 KB, the 3- and 4-stage mid and prefill tiles
  * 80-148 KB; a V100 has 96 KB, a T4 64 KB), the next plan in its list
@@ -438,7 +441,7 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
                                                          "cuda.dense.decode.m8n32w4.u2.sk2"});
         return by_id(big ? "cuda.dense.decode.m16n32w4.u2.sk4" : "cuda.dense.decode.m8n32w4.u2.sk4");
     }
-    if (sm_major >= 8 && rows <= 256) {
+    if (sm_major >= 8 && rows <= 256 && n >= 2048) {
         if (rows <= 32)
             return first_that_fits(f, smem_limit, {"cuda.dense.decode.m16n32w4.u2.sk1",
                                                    "cuda.dense.decode.m16n16w4.u2.sk1"});

@@ -23,7 +23,9 @@
  *       of the token tile for tile_n weight rows, where the plain decode
  *       plan's warps each copy their own for 16 NI) and each weight
  *       element is decoded once for all tile_m tokens: the mid sizes
- *       (issue 31; KERNELS.md D36).  Offered from tile_m/2 + 1 rows.
+ *       (issue 31; KERNELS.md D36).  Offered from tile_m/2 + 1 rows.  The
+ *       grouped entries serve the moe path (grouped calls above 16 rows per
+ *       group run as loop, on the dense entries).
  *       id: cuda.<path>.decode.m<tile_m>n<tile_n>wn<WN>wk<WK>.u<U>.sk<split>
  *   TILED(path, name, BM, BN, BK, ST, split, max_rows, WM, WN, WK)
  *       vg_gemm_kernel<Deq, BM, BN, BK, WM, WN, WK, ST> (gemm_kernel.cuh):
