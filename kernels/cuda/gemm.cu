@@ -393,7 +393,7 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
  * that fits; the last of each list fits in 64 KB for every family.
  * From dq_rows rows on (VG_CUDA_DQBLAS_ROWS_SM80 or _SM70), where the device offers it
  * (dq_rows, 0 where it does not), dequantize once + cuBLAS (KERNELS.md
- * D34). */
+ * D34); fp16 from 17 rows (no copy to make). */
 const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, int32_t n,
                                      int32_t k, int smem_limit, int dq_rows, int sm_major)
 {
@@ -402,7 +402,10 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
         return NULL;
     const int big = rows > 8;
     const int tiles = ceil_div(n, 16);
-    if (dq_rows > 0 && rows >= dq_rows)
+    /* fp16 has nothing to dequantize: the kind is cuBLAS on W itself, level
+     * with cuBLAS BF16 and ahead of every native plan from 17 rows (H100,
+     * D36: 14.7 us at M=32 against 22.0 for the best decode plan) */
+    if (dq_rows > 0 && (rows >= dq_rows || (f == VG_FAMILY_FP16 && rows > 16)))
         return by_id(path == VG_PATH_GROUPED || path == VG_PATH_MOE ? "cuda.grouped.dqcublas"
                                                                     : "cuda.dense.dqcublas");
     if (path == VG_PATH_GROUPED || path == VG_PATH_MOE) {
