@@ -522,8 +522,8 @@ static void test_heuristic_fits_every_arch(void **state)
  * SM80+ takes the 16-row decode tiles to 32 rows, the mid decode plans
  * (W streamed, tokens in 64-row tiles) to 256 unless the dequantize +
  * cuBLAS kind starts earlier (from VG_CUDA_DQBLAS_ROWS_SM80), the prefill
- * tile above, for N >= 2048; SM70/75 and smaller N keep the tiled mid and
- * prefill plans.  Needs no device. */
+ * tile above (below N = 2048 the 16-row tiles to 64 rows); SM70/75 keep
+ * the tiled mid and prefill plans.  Needs no device. */
 static void test_rule_mid_rows(void **state)
 {
     (void)state;
@@ -550,10 +550,11 @@ static void test_rule_mid_rows(void **state)
             h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_DENSE, m, 4096, 4096, 96 << 10, 0, 7);
             assert_non_null(h);
             assert_int_equal(h->kind, VG_KIND_TILED);
-            /* N below the measured 4096 (fewer blocks): the tiled plans */
+            /* N = 1024 (wo_a's groups): the 16-row tiles to 64 rows */
             h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_LOOP, m, 1024, 4096, smem, 0, 9);
             assert_non_null(h);
-            assert_int_equal(h->kind, VG_KIND_TILED);
+            assert_int_equal(h->kind, m <= 256 ? VG_KIND_DECODE : VG_KIND_TILED);
+            assert_true(m > 64 || h->tile_m == 16);
         }
 }
 

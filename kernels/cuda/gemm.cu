@@ -383,10 +383,11 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
  * rows, then the mid decode plans (64 tokens, four warps over N sharing
  * one X ring) up to 256: split 4 to 64 rows, two K groups to 128, one
  * block per 64 x 64 tile to 256 (the H100 crossover at N = 4096,
- * KERNELS.md D36), for N >= 2048 (smaller N was not measured: fewer
- * blocks); on SM70/75 (no V100 measurement of the mid decode plans yet),
- * below N = 2048 and above 256 rows, <= 64 rows: the mid tile; above: the
- * prefill tile.  Where the preferred
+ * KERNELS.md D36); below N = 2048 the 16-row tiles with 8 warps up to 64
+ * rows (wo_a's N = 1024, D36) and the mid decode plans above (not
+ * measured there).  On SM70/75 (no V100 measurement of the mid decode plans
+ * yet) and above 256 rows, <= 64 rows: the mid tile; above: the prefill
+ * tile.  Where the preferred
  * plan needs more shared memory than the device has (the 8- and 16-warp
  * decode plans take 77-146 KB, the 3- and 4-stage mid and prefill tiles
  * 80-148 KB; a V100 has 96 KB, a T4 64 KB), the next plan in its list
@@ -444,7 +445,14 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
                                                          "cuda.dense.decode.m8n32w4.u2.sk2"});
         return by_id(big ? "cuda.dense.decode.m16n32w4.u2.sk4" : "cuda.dense.decode.m8n32w4.u2.sk4");
     }
-    if (sm_major >= 8 && rows <= 256 && n >= 2048) {
+    if (sm_major >= 8 && rows <= 256 && n < 2048 && rows <= 64)
+        /* N=1024 (wo_a's loop path, 17-64 rows per group): the 16-row
+         * tiles with 8 warps splitting K, 6x faster than the mid tile */
+        return rows <= 32 ? first_that_fits(f, smem_limit, {"cuda.dense.decode.m16n16w8.u4.sk1",
+                                                            "cuda.dense.decode.m16n16w4.u2.sk1"})
+                          : first_that_fits(f, smem_limit, {"cuda.dense.decode.m16n16w8.u2.sk1",
+                                                            "cuda.dense.decode.m16n16w4.u2.sk1"});
+    if (sm_major >= 8 && rows <= 256) {
         if (rows <= 32)
             return first_that_fits(f, smem_limit, {"cuda.dense.decode.m16n32w4.u2.sk1",
                                                    "cuda.dense.decode.m16n16w4.u2.sk1"});
