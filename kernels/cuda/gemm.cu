@@ -384,8 +384,7 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
  * one X ring) up to 256: split 4 to 64 rows, two K groups to 128, one
  * block per 64 x 64 tile to 256 (the H100 crossover at N = 4096,
  * KERNELS.md D36); below N = 2048 the 16-row tiles with 8 warps up to 64
- * rows (wo_a's N = 1024, D36) and the mid decode plans above (not
- * measured there).  On SM70/75 (no V100 measurement of the mid decode plans
+ * rows (wo_a's N = 1024, D36) and the split-4 mid decode plan to 128.  On SM70/75 (no V100 measurement of the mid decode plans
  * yet) and above 256 rows, <= 64 rows: the mid tile; above: the prefill
  * tile.  Where the preferred
  * plan needs more shared memory than the device has (the 8- and 16-warp
@@ -458,9 +457,12 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
                                                    "cuda.dense.decode.m16n16w4.u2.sk1"});
         if (rows <= 64)
             return by_id("cuda.dense.decode.m64n64wn4wk1.u2.sk4");
+        /* N = 1024 at 128 rows: split 4 (86-94 us) against the two K
+         * groups' 188-193, which have too few blocks there */
         if (rows <= 128)
-            return first_that_fits(f, smem_limit, {"cuda.dense.decode.m64n64wn4wk2.u2.sk1",
-                                                   "cuda.dense.decode.m64n64wn4wk1.u2.sk2"});
+            return n < 2048 ? by_id("cuda.dense.decode.m64n64wn4wk1.u2.sk4")
+                            : first_that_fits(f, smem_limit, {"cuda.dense.decode.m64n64wn4wk2.u2.sk1",
+                                                              "cuda.dense.decode.m64n64wn4wk1.u2.sk2"});
         return by_id("cuda.dense.decode.m64n64wn4wk1.u2.sk1");
     }
     if (rows <= 64)
