@@ -599,11 +599,7 @@ static void dequant_workspace_cap(void **state)
 {
     (void)state;
     enum { ROWS = 300, DN = 64, DK = 4096 }; /* the copy: 64 x 4096 x 2 = 0.5 MiB */
-    const vg_plan *dq = NULL;
-    for (size_t i = 0; i < vg_cpu_plan_count(); i++)
-        if (vg_cpu_plan_at(i)->kind == VG_KIND_DEQUANT_BLAS &&
-            vg_cpu_plan_at(i)->path == VG_PATH_DENSE)
-            dq = vg_cpu_plan_at(i);
+    const vg_plan *dq = cpu_dense_dq_plan();
     assert_non_null(dq);
     char *dir = vgtest_mkdtemp();
     char trace[600];

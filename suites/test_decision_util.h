@@ -52,6 +52,16 @@ static inline size_t cpu_candidates(vg_family f, vg_path path, int32_t rows, con
  * `path` (after the reroute), written out independently of the runtime's
  * vg_tune_bucket_rows: the rows themselves up to 64 dense / 128 per group,
  * then the next power of two up to 16384, and 0 (never tuned) above. */
+/* The CPU backend's dense dequantize-once plan (the kind the cap and the
+ * offer tests hide), NULL if the table has none. */
+static inline const vg_plan *cpu_dense_dq_plan(void)
+{
+    for (size_t i = 0; i < vg_cpu_plan_count(); i++)
+        if (vg_cpu_plan_at(i)->kind == VG_KIND_DEQUANT_BLAS && vg_cpu_plan_at(i)->path == VG_PATH_DENSE)
+            return vg_cpu_plan_at(i);
+    return NULL;
+}
+
 static inline int32_t spec_bucket_rows(vg_path path, int32_t rows)
 {
     static const int32_t powers[] = {128, 256, 512, 1024, 2048, 4096, 8192, 16384};
