@@ -479,3 +479,76 @@ extern "C" int vg_cuda_blas_version(void)
     std::lock_guard<std::mutex> lock(g_pool.mu);
     return g_pool.version;
 }
+
+/* ---- whether the runtime is offered the kind ------------------------------ */
+
+/* Whether the dequant+cuBLAS kind is offered on each device: 0 not asked
+ * yet, 1 yes, -1 no (vg_cuda_blas_prepare).  The heuristic never asks
+ * itself: making the first cuBLAS handle allocates, which may not happen
+ * while another thread captures a graph. */
+static std::atomic<int> g_blas_state[64];
+static const char *g_blas_why[64];
+
+int vg_dqblas_offered_here(void)
+{
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
+        return 0;
+    return g_blas_state[dev].load(std::memory_order_acquire) > 0;
+}
+
+/* Whether the runtime offers the kind where cuBLAS starts: VG_CUDA_DQBLAS=1
+ * or 0 in the environment says so, else VG_CUDA_DQBLAS_DEFAULT (kernels.h). */
+static bool dqblas_wanted(void)
+{
+    const char *e = getenv("VG_CUDA_DQBLAS");
+    if (e && (!strcmp(e, "0") || !strcmp(e, "1")))
+        return e[0] == '1';
+    return VG_CUDA_DQBLAS_DEFAULT != 0;
+}
+
+extern "C" vg_status vg_cuda_blas_prepare(int *offered, const char **why)
+{
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+        (void)cudaGetLastError();
+        return vg_fail(VG_ERR_NO_DEVICE, "cuBLAS prepare: no current CUDA device");
+    }
+    int state = g_blas_state[dev].load(std::memory_order_acquire);
+    if (state == 0) {
+        const char *reason = "";
+        /* the first handle is made either way: a plan forced by id
+         * (vg_gemm_with_plan, golden --plan all) may run inside a capture */
+        state = vg_dqblas_available(&reason) ? 1 : -1;
+        if (state > 0 && !dqblas_wanted()) {
+            state = -1;
+            reason = "dequantize + cuBLAS not offered (VG_CUDA_DQBLAS=0)";
+        }
+        g_blas_why[dev] = reason;
+        g_blas_state[dev].store(state, std::memory_order_release);
+    }
+    if (offered)
+        *offered = state > 0;
+    if (why)
+        *why = state > 0 ? "" : g_blas_why[dev];
+    return VG_OK;
+}
+
+extern "C" int vg_cuda_plan_offered(const vg_plan *p, const char **why)
+{
+    if (!p)
+        return 0;
+    if (p->kind != VG_KIND_DEQUANT_BLAS || vg_dqblas_offered_here())
+        return 1;
+    if (why) {
+        int dev = 0;
+        const char *r = NULL;
+        if (cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < 64 &&
+            g_blas_state[dev].load(std::memory_order_acquire) < 0)
+            r = g_blas_why[dev];
+        else
+            (void)cudaGetLastError();
+        *why = r ? r : "the device's cuBLAS was not prepared (vg_cuda_blas_prepare)";
+    }
+    return 0;
+}

@@ -37,4 +37,8 @@ vg_status vg_dqblas_gemm(const vg_gemm_args *a, const KWeight &kw);
  * and dlerror() where cuBLAS did not load. */
 int vg_dqblas_available(const char **why);
 
+/* Whether the current device offers the kind to the runtime: its
+ * vg_cuda_blas_prepare found cuBLAS working and VG_CUDA_DQBLAS not 0. */
+int vg_dqblas_offered_here(void);
+
 #endif

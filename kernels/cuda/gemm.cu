@@ -299,65 +299,14 @@ int vg_cuda_plan_smem(const vg_plan *p, vg_family f)
     return cp && (unsigned)f < VG_FAMILY_COUNT ? smem_of(cp, f) : -1;
 }
 
-/* Whether the dequant+cuBLAS kind is offered on each device: 0 not asked
- * yet, 1 yes, -1 no (vg_cuda_blas_prepare).  The heuristic never asks
- * itself: making the first cuBLAS handle allocates, which may not happen
- * while another thread captures a graph. */
-static std::atomic<int> g_blas_state[64];
-static const char *g_blas_why[64];
-
-static int blas_offered(void)
-{
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
-        return 0;
-    return g_blas_state[dev].load(std::memory_order_acquire) > 0;
-}
-
-/* Whether the runtime offers the kind where cuBLAS starts: VG_CUDA_DQBLAS=1
- * or 0 in the environment says so, else VG_CUDA_DQBLAS_DEFAULT (kernels.h). */
-static bool dqblas_wanted(void)
-{
-    const char *e = getenv("VG_CUDA_DQBLAS");
-    if (e && (!strcmp(e, "0") || !strcmp(e, "1")))
-        return e[0] == '1';
-    return VG_CUDA_DQBLAS_DEFAULT != 0;
-}
-
 /* The rule's dq_rows on the current device: 0 where the kind is not offered,
  * else by arch (KERNELS.md D34). */
 static int dq_rows_here(void)
 {
-    const int major = blas_offered() ? vg_cuda_device_major() : 0;
+    const int major = vg_dqblas_offered_here() ? vg_cuda_device_major() : 0;
     return major <= 0 ? 0 : major >= 8 ? VG_CUDA_DQBLAS_ROWS_SM80 : VG_CUDA_DQBLAS_ROWS_SM70;
 }
 
-vg_status vg_cuda_blas_prepare(int *offered, const char **why)
-{
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-        (void)cudaGetLastError();
-        return vg_fail(VG_ERR_NO_DEVICE, "cuBLAS prepare: no current CUDA device");
-    }
-    int state = g_blas_state[dev].load(std::memory_order_acquire);
-    if (state == 0) {
-        const char *reason = "";
-        /* the first handle is made either way: a plan forced by id
-         * (vg_gemm_with_plan, golden --plan all) may run inside a capture */
-        state = vg_dqblas_available(&reason) ? 1 : -1;
-        if (state > 0 && !dqblas_wanted()) {
-            state = -1;
-            reason = "dequantize + cuBLAS not offered (VG_CUDA_DQBLAS=0)";
-        }
-        g_blas_why[dev] = reason;
-        g_blas_state[dev].store(state, std::memory_order_release);
-    }
-    if (offered)
-        *offered = state > 0;
-    if (why)
-        *why = state > 0 ? "" : g_blas_why[dev];
-    return VG_OK;
-}
 
 /* The first of `ids` (most preferred first) whose kernel for family f fits
  * in smem_limit bytes of shared memory per block; else the last. */
@@ -510,24 +459,6 @@ vg_status vg_cuda_plan_table_check(void)
     return VG_OK;
 }
 
-int vg_cuda_plan_offered(const vg_plan *p, const char **why)
-{
-    if (!p)
-        return 0;
-    if (p->kind != VG_KIND_DEQUANT_BLAS || blas_offered())
-        return 1;
-    if (why) {
-        int dev = 0;
-        const char *r = NULL;
-        if (cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < 64 &&
-            g_blas_state[dev].load(std::memory_order_acquire) < 0)
-            r = g_blas_why[dev];
-        else
-            (void)cudaGetLastError();
-        *why = r ? r : "the device's cuBLAS was not prepared (vg_cuda_blas_prepare)";
-    }
-    return 0;
-}
 
 const vg_plan *vg_cuda_heuristic_native(vg_family f, vg_path path, int32_t rows, int32_t n,
                                         int32_t k)
