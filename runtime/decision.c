@@ -207,7 +207,7 @@ size_t vg_measure_candidates(vg_device *dev, const vg_policy *pol, const vg_gemm
     for (size_t i = 0; i < total; i++) {
         const vg_plan *p = dev->ops->plan_at(i);
         if (!vg_plan_offered(p, args->w.family, c->path, c->key.rows) ||
-            (dev->ops->plan_offered && !dev->ops->plan_offered(dev->ctx, p, NULL)))
+            !vg_device_plan_offered(dev, p, NULL))
             continue;
         if (within_block && (p->tile_n <= 0 || p->tile_k <= 0 || 128 % p->tile_n != 0 ||
                              128 % p->tile_k != 0))
@@ -231,7 +231,7 @@ void vg_time_candidates(vg_device *dev, const char *op, const vg_choice *c,
             const vg_plan *p = dev->ops->plan_at(i);
             const char *why = NULL;
             if (vg_plan_offered(p, args->w.family, c->path, c->key.rows) &&
-                !dev->ops->plan_offered(dev->ctx, p, &why))
+                !vg_device_plan_offered(dev, p, &why))
                 vg_trace_not_offered(dev, op, args, c, p, why);
         }
     }

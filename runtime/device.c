@@ -317,6 +317,16 @@ vg_status vg_device_plans(vg_device *dev, vg_family f, vg_path path, int32_t row
     return VG_OK;
 }
 
+int vg_device_plan_offered(vg_device *dev, const vg_plan *p, const char **why)
+{
+    if (!dev || !p) {
+        if (why)
+            *why = "no device or no plan";
+        return 0;
+    }
+    return !dev->ops->plan_offered || dev->ops->plan_offered(dev->ctx, p, why);
+}
+
 vg_status vg_gemm_plan_workspace_bytes(vg_device *dev, const vg_plan *p,
                                        const vg_gemm_args *args, size_t *bytes)
 {
@@ -347,7 +357,7 @@ vg_status vg_gemm_workspace_bytes(vg_device *dev, const vg_gemm_args *args, size
         }
         cap.path = a.path;
         if (!applies || vg_plan_over_workspace_cap(dev, &cap, &a, p) ||
-            (dev->ops->plan_offered && !dev->ops->plan_offered(dev->ctx, p, NULL)))
+            !vg_device_plan_offered(dev, p, NULL))
             continue;
         size_t need = 0;
         if (dev->ops->workspace_bytes(p, &a, &need) == VG_OK && need > most)

@@ -126,7 +126,7 @@ void vg_trace_offers(vg_device *dev)
         const vg_plan *p = dev->ops->plan_at(i);
         const char *why = NULL;
         if (!p || (unsigned)p->kind >= VG_KIND_COUNT || said[p->kind] ||
-            dev->ops->plan_offered(dev->ctx, p, &why))
+            vg_device_plan_offered(dev, p, &why))
             continue;
         said[p->kind] = 1;
         vg_trace_line(&dev->trace, "vg-trace-offer backend=%s device=%d kind=%s offered=0 why=%s",

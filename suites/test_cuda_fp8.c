@@ -477,6 +477,48 @@ static void test_heuristic_applies(void **state)
         }
 }
 
+/* The rule's inputs the heuristic tests sweep: SM major 7-9, each dq_rows
+ * (not offered, SM80+'s, SM70's), each shared-memory limit, family, path,
+ * row count and N (grouped only up to its decode limit).  Every pick must
+ * be a plan that applies; check (may be NULL) says how many more ways it
+ * fails, summed into the result. */
+typedef int (*rule_check)(vg_family f, vg_path path, int32_t rows, int32_t n, int limit, const vg_plan *h);
+static int rule_sweep(const int *limits, size_t nl, const int32_t *rows, size_t nr, const int32_t *ns,
+                      size_t nn, rule_check check)
+{
+    static const vg_path paths[] = {VG_PATH_DENSE, VG_PATH_GROUPED, VG_PATH_LOOP, VG_PATH_MOE};
+    static const int dq_rows_of[] = {0, VG_CUDA_DQBLAS_ROWS_SM80, VG_CUDA_DQBLAS_ROWS_SM70};
+    int failures = 0;
+    for (int major = 7; major <= 9; major++)
+        for (size_t dq = 0; dq < 3; dq++)
+            for (size_t l = 0; l < nl; l++)
+                for (int f = 0; f < VG_FAMILY_COUNT; f++)
+                    for (size_t p = 0; p < 4; p++)
+                        for (size_t r = 0; r < nr; r++)
+                            for (size_t n = 0; n < nn; n++) {
+                                if (paths[p] == VG_PATH_GROUPED && rows[r] > GROUPED_DECODE_MAX_TOKENS)
+                                    continue;
+                                const vg_plan *h = vg_cuda_heuristic_for((vg_family)f, paths[p], rows[r], ns[n],
+                                                                         4096, limits[l], dq_rows_of[dq], major);
+                                assert_non_null(h);
+                                assert_true(vg_plan_applies(h, (vg_family)f, paths[p], rows[r]));
+                                if (check)
+                                    failures += check((vg_family)f, paths[p], rows[r], ns[n], limits[l], h);
+                            }
+    return failures;
+}
+
+/* The pick's kernel fits the limit's shared memory. */
+static int pick_fits(vg_family f, vg_path path, int32_t rows, int32_t n, int limit, const vg_plan *h)
+{
+    int smem = vg_cuda_plan_smem(h, f);
+    if (smem >= 0 && smem <= limit)
+        return 0;
+    print_error("%s %s rows %d n %d, %d KB per block: %s takes %d bytes\n", vg_family_name(f),
+                vg_path_name(path), (int)rows, (int)n, limit >> 10, h->id, smem);
+    return 1;
+}
+
 /* The heuristic's plan fits the shared memory of every arch it may run on
  * (opt-in bytes per block: sm_70 96 KB, sm_86/89 99 KB, sm_80 163 KB,
  * sm_90 227 KB, sm_75 64 KB), or vg_cuda_gemm refuses it whenever the
@@ -489,32 +531,10 @@ static void test_heuristic_fits_every_arch(void **state)
         vgtest_skip("built without CUDA");
     }
     static const int limits[] = {64 << 10, 96 << 10, 99 << 10, 163 << 10, 227 << 10};
-    static const vg_path paths[] = {VG_PATH_DENSE, VG_PATH_GROUPED, VG_PATH_LOOP, VG_PATH_MOE};
     static const int32_t rows[] = {1, 6, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 256, 257, 4096};
     static const int32_t ns[] = {256, 1024, 3072, 4096, 14336};
-    int failures = 0;
-    static const int dq_rows_of[] = {0, VG_CUDA_DQBLAS_ROWS_SM80, VG_CUDA_DQBLAS_ROWS_SM70};
-    for (int major = 7; major <= 9; major++)
-    for (size_t dq = 0; dq < 3; dq++)
-    for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++)
-        for (int f = 0; f < VG_FAMILY_COUNT; f++)
-            for (size_t p = 0; p < 4; p++)
-                for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
-                    for (size_t n = 0; n < sizeof ns / sizeof ns[0]; n++) {
-                        if (paths[p] == VG_PATH_GROUPED && rows[r] > GROUPED_DECODE_MAX_TOKENS)
-                            continue;
-                        const vg_plan *h = vg_cuda_heuristic_for((vg_family)f, paths[p], rows[r], ns[n],
-                                                                 4096, limits[l], dq_rows_of[dq], major);
-                        assert_non_null(h);
-                        assert_true(vg_plan_applies(h, (vg_family)f, paths[p], rows[r]));
-                        int smem = vg_cuda_plan_smem(h, (vg_family)f);
-                        if (smem < 0 || smem > limits[l]) {
-                            print_error("%s %s rows %d n %d, %d KB per block: %s takes %d bytes\n",
-                                        vg_family_name((vg_family)f), vg_path_name(paths[p]),
-                                        (int)rows[r], (int)ns[n], limits[l] >> 10, h->id, smem);
-                            failures++;
-                        }
-                    }
+    int failures = rule_sweep(limits, sizeof limits / sizeof limits[0], rows, sizeof rows / sizeof rows[0], ns,
+                              sizeof ns / sizeof ns[0], pick_fits);
     assert_int_equal(failures, 0);
 }
 
@@ -571,24 +591,10 @@ static void test_heuristic_names_known_plans(void **state)
         vgtest_skip("built without CUDA");
     }
     static const int limits[] = {0, 48 << 10};
-    static const vg_path paths[] = {VG_PATH_DENSE, VG_PATH_GROUPED, VG_PATH_LOOP, VG_PATH_MOE};
     static const int32_t rows[] = {1, 6, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 255, 256, 257, 4096};
     static const int32_t ns[] = {16, 256, 512, 768, 1024, 3072, 4096, 14336};
-    static const int dq_rows_of[] = {0, VG_CUDA_DQBLAS_ROWS_SM80, VG_CUDA_DQBLAS_ROWS_SM70};
-    for (int major = 7; major <= 9; major++)
-    for (size_t dq = 0; dq < 3; dq++)
-        for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++)
-            for (int f = 0; f < VG_FAMILY_COUNT; f++)
-                for (size_t p = 0; p < 4; p++)
-                    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
-                        for (size_t n = 0; n < sizeof ns / sizeof ns[0]; n++) {
-                            if (paths[p] == VG_PATH_GROUPED && rows[r] > GROUPED_DECODE_MAX_TOKENS)
-                                continue;
-                            const vg_plan *h = vg_cuda_heuristic_for((vg_family)f, paths[p], rows[r], ns[n],
-                                                                     4096, limits[l], dq_rows_of[dq], major);
-                            assert_non_null(h);
-                            assert_true(vg_plan_applies(h, (vg_family)f, paths[p], rows[r]));
-                        }
+    (void)rule_sweep(limits, sizeof limits / sizeof limits[0], rows, sizeof rows / sizeof rows[0], ns,
+                     sizeof ns / sizeof ns[0], NULL);
     vg_status st = vg_cuda_plan_table_check();
     if (st != VG_OK)
         print_error("%s\n", vg_last_error());

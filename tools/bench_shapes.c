@@ -232,8 +232,8 @@ void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int 
 
 /* The plans of one kind that the tuner offers for a dense call of M rows:
  * those that apply and that it offers at M (vg_plan_offered: a plan's
- * min_rows), and on CUDA those of a kind the device offers to the runtime
- * (vg_cuda_plan_offered: VG_CUDA_DQBLAS=0 takes the dequantize + cuBLAS
+ * min_rows) and that the device offers to the runtime
+ * (vg_device_plan_offered: VG_CUDA_DQBLAS=0 takes the dequantize + cuBLAS
  * kind off), in the backend's order.  The bench's policy is the default
  * one (no workspace cap, no tiles_within_scale_block), so this is the
  * tuner's candidate list of that kind. */
@@ -246,7 +246,7 @@ static size_t offered_of_kind(bench *b, vg_plan_kind kind, int m, const vg_plan 
         n = max;
     for (size_t i = 0; i < n; i++)
         if (out[i]->kind == kind && vg_plan_offered(out[i], b->o.family, VG_PATH_DENSE, m) &&
-            (!b->o.cuda || vg_cuda_plan_offered(out[i], NULL)))
+            vg_device_plan_offered(b->dev, out[i], NULL))
             out[kept++] = out[i];
     return kept;
 }

@@ -139,6 +139,12 @@ vg_status vg_gemm_with_plan(vg_device *dev, const char *plan_id, const vg_gemm_a
  * static table) and *count is the number that apply (max 0 just counts). */
 vg_status vg_device_plans(vg_device *dev, vg_family f, vg_path path, int32_t rows,
                           const vg_plan **plans, size_t max, size_t *count);
+/* Whether the device offers plan p to the runtime (its tuner, its rule and
+ * vg_gemm_workspace_bytes): 1, or 0 with *why (may be NULL) saying why --
+ * the dequantize + cuBLAS kind where cuBLAS did not load or start, or
+ * VG_CUDA_DQBLAS=0.  A plan not offered still runs when forced by id where
+ * its backend can run it (vg_gemm_with_plan). */
+int vg_device_plan_offered(vg_device *dev, const vg_plan *p, const char **why);
 /* Bytes of workspace the device must have for this call under any plan the
  * runtime may choose for it (offered at its rows, inside the policy's
  * dequant_workspace_max_mib): what a caller sizes once for its largest

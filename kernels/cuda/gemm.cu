@@ -299,14 +299,14 @@ int vg_cuda_plan_smem(const vg_plan *p, vg_family f)
     return cp && (unsigned)f < VG_FAMILY_COUNT ? smem_of(cp, f) : -1;
 }
 
-/* The rule's dq_rows on the current device: 0 where the kind is not offered,
- * else by arch (KERNELS.md D34). */
-static int dq_rows_here(void)
+/* The rule's dq_rows on the current device, whose major it is given: 0
+ * where the kind is not offered, else by arch (KERNELS.md D34). */
+static int dq_rows_here(int major)
 {
-    const int major = vg_dqblas_offered_here() ? vg_cuda_device_major() : 0;
-    return major <= 0 ? 0 : major >= 8 ? VG_CUDA_DQBLAS_ROWS_SM80 : VG_CUDA_DQBLAS_ROWS_SM70;
+    if (major <= 0 || !vg_dqblas_offered_here())
+        return 0;
+    return major >= 8 ? VG_CUDA_DQBLAS_ROWS_SM80 : VG_CUDA_DQBLAS_ROWS_SM70;
 }
-
 
 /* The first of `ids` (most preferred first) whose kernel for family f fits
  * in smem_limit bytes of shared memory per block; else the last. */
@@ -429,8 +429,9 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
 
 const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k)
 {
-    return vg_cuda_heuristic_for(f, path, rows, n, k, device_smem_limit(), dq_rows_here(),
-                                 vg_cuda_device_major());
+    /* per call where tuning is off: the device's facts asked once each */
+    const int major = vg_cuda_device_major();
+    return vg_cuda_heuristic_for(f, path, rows, n, k, device_smem_limit(), dq_rows_here(major), major);
 }
 
 /* Walks every branch of the rule (limits that no plan fits, 0, or only
