@@ -243,32 +243,50 @@ vg_status vg_golden_verify_file(vg_device *dev, const char *file, const vg_golde
             goto next;
         }
 
-        /* the plans that apply; a grouped case above the grouped kernels'
-         * limit runs as the runtime reroutes it: through the loop path */
+        /* the plans that apply, each with the path it runs on: a grouped
+         * case above the grouped kernels' limit runs on both paths the
+         * runtime reroutes it to, moe (one grouped launch over the case's
+         * offsets) and loop (with fp8_grouped_bmm_decode off) */
         const vg_plan *plans[MAX_PLANS];
+        vg_path plan_path[MAX_PLANS];
         size_t np = 0;
         st = vg_device_plans(dev, f->family, f->path, rows, plans, MAX_PLANS, &np);
+        np = np > MAX_PLANS ? MAX_PLANS : np;
+        for (size_t p = 0; p < np; p++)
+            plan_path[p] = f->path;
         if (st == VG_OK && np == 0 && f->path == VG_PATH_GROUPED) {
-            args.path = VG_PATH_LOOP;
-            st = vg_device_plans(dev, f->family, VG_PATH_LOOP, rows, plans, MAX_PLANS, &np);
+            static const vg_path reroutes[] = {VG_PATH_MOE, VG_PATH_LOOP};
+            for (size_t r = 0; r < 2 && st == VG_OK; r++) {
+                size_t n = 0;
+                st = vg_device_plans(dev, f->family, reroutes[r], rows, plans + np,
+                                     MAX_PLANS - np, &n);
+                n = n > MAX_PLANS - np ? MAX_PLANS - np : n;
+                for (size_t p = np; p < np + n; p++)
+                    plan_path[p] = reroutes[r];
+                np += n;
+            }
         }
         if (st != VG_OK)
             goto next;
         {
-            /* the rerouted call may need a different workspace, and a plan
+            /* a rerouted call may need a different workspace, and a plan
              * the runtime would not offer at these rows (run here all the
              * same) more than vg_gemm_workspace_bytes counts */
             size_t wsb2 = 0;
-            if (args.path != f->path && (st = vg_gemm_workspace_bytes(dev, &args, &wsb2)) != VG_OK)
-                goto next;
             for (size_t p = 0; p < np; p++) {
                 size_t need = 0;
                 if (!mode_all && strcmp(plans[p]->id, o->plan) != 0)
                     continue;
+                args.path = plan_path[p];
+                if (args.path != f->path &&
+                    (st = vg_gemm_workspace_bytes(dev, &args, &need)) != VG_OK)
+                    goto next;
+                wsb2 = need > wsb2 ? need : wsb2;
                 if ((st = vg_gemm_plan_workspace_bytes(dev, plans[p], &args, &need)) != VG_OK)
                     goto next;
                 wsb2 = need > wsb2 ? need : wsb2;
             }
+            args.path = f->path;
             if (wsb2 > wsb) {
                 release(dev, &dws);
                 if ((st = vg_device_alloc(dev, wsb2, &dws)) != VG_OK)
@@ -292,6 +310,7 @@ vg_status vg_golden_verify_file(vg_device *dev, const char *file, const vg_golde
                 continue;
             vg_golden_row r;
             row_init(&r, file, f, c, backend, rows);
+            args.path = plan_path[p];
             run_one(dev, f, c, &args, plans[p]->id, poison, host_y, y32, &r);
             if (args.path != f->path) {
                 size_t used = strlen(r.note);

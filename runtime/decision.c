@@ -2,8 +2,11 @@
  * The dispatch decision: for each call, measure, reuse or heuristic
  * (DESIGN.md, "The runtime").
  *
- *   1. Reroute: grouped becomes loop above GROUPED_DECODE_MAX_TOKENS rows
- *      per group, or when the policy's fp8_grouped_bmm_decode is off.
+ *   1. Reroute (vg_route_path): grouped becomes loop when the policy's
+ *      fp8_grouped_bmm_decode is off, and moe above GROUPED_DECODE_MAX_TOKENS
+ *      rows per group (one launch of the grouped kernels over the call's
+ *      offsets: 1.5-2.3x the per-group loop at 17-256 rows, kernels/cuda/
+ *      KERNELS.md D37).
  *   2. The rows are M on dense, the rows of the largest group elsewhere.
  *      The shape bucket (vg_tune_bucket_rows) is the rows themselves
  *      inside the exact limits (dense M <= VG_TUNE_MAX_DENSE_M, rows per
@@ -48,6 +51,15 @@
 #include <stdlib.h>
 
 #include "internal.h"
+
+vg_path vg_route_path(const vg_family_policy *fp, vg_path path, int32_t rows)
+{
+    if (path != VG_PATH_GROUPED)
+        return path;
+    if (!fp->grouped_bmm_decode)
+        return VG_PATH_LOOP;
+    return rows > GROUPED_DECODE_MAX_TOKENS ? VG_PATH_MOE : VG_PATH_GROUPED;
+}
 
 int32_t vg_tune_bucket_rows(vg_path path, int32_t rows)
 {
@@ -164,11 +176,8 @@ vg_status vg_dispatch_decide_in(vg_device *dev, vg_tuning *t, const vg_policy *p
     c->why = VG_REASON_NONE;
     c->note = VG_REASON_NONE;
     c->ws_cap_mib = fp->dequant_workspace_max_mib;
-    c->path = args->path;
     c->rows = vg_gemm_max_group_rows(args);
-    if (c->path == VG_PATH_GROUPED &&
-        (!fp->grouped_bmm_decode || c->rows > GROUPED_DECODE_MAX_TOKENS))
-        c->path = VG_PATH_LOOP;
+    c->path = vg_route_path(fp, args->path, c->rows);
     int32_t bucket = vg_tune_bucket_rows(c->path, c->rows);
     c->within_limits = bucket > 0;
     c->key = (vg_cache_key){.policy = fp->hash, .family = args->w.family, .path = c->path,

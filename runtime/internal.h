@@ -296,7 +296,7 @@ const char *vg_permit_name(vg_measure_permit p);
 typedef struct vg_choice {
     vg_decision decision;     /* MEASURE means "measure now", plan NULL */
     const vg_plan *plan;
-    vg_path path;             /* after the grouped -> loop reroute */
+    vg_path path;             /* after the reroute (vg_route_path) */
     int32_t rows;             /* the call's M or rows per group (key.rows is its bucket) */
     int within_limits;        /* there is a bucket: tuning may apply */
     vg_reason why;
@@ -305,6 +305,13 @@ typedef struct vg_choice {
     int ws_cap_mib;           /* the policy's dequant_workspace_max_mib (-1: none) */
     vg_reason note;           /* a fact the trace adds on a vg-trace-note line (NONE: none) */
 } vg_choice;
+
+/* The path a call of `path` with `rows` rows per group runs on under the
+ * family policy fp: grouped becomes loop where fp's grouped_bmm_decode is
+ * off, and moe (the grouped kernels with the call's own offsets) above
+ * GROUPED_DECODE_MAX_TOKENS rows per group, where the grouped path's
+ * precomputed-offsets decode plans stop; every other path is kept. */
+vg_path vg_route_path(const vg_family_policy *fp, vg_path path, int32_t rows);
 
 /* The decision alone: reroute, limits, cache lookup, freeze and capture
  * checks.  No measurement, no launch, no trace: vg_gemm() calls it first,

@@ -578,6 +578,44 @@ static void test_rule_mid_rows(void **state)
         }
 }
 
+/* Groups above 16 rows (moe, and grouped calls rerouted to moe) on SM80+:
+ * the grouped mid decode plans to 256 rows, offered there (from 17 rows:
+ * no grouped token tile is smaller), two K groups to 64 rows; above 256
+ * the dequantize + cuBLAS kind where offered; fp16 keeps that kind from 17;
+ * SM70 keeps the grouped mid tile. */
+static void test_rule_grouped_rows(void **state)
+{
+    (void)state;
+    if (vg_cuda_plan_count() == 0) {
+        vgtest_skip("built without CUDA");
+    }
+    const int smem = 227 << 10;
+    static const int32_t rows[] = {17, 32, 33, 64, 65, 128, 129, 256, 257};
+    for (int f = 0; f < VG_FAMILY_COUNT; f++)
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+            const int32_t m = rows[r];
+            const vg_family fam = (vg_family)f;
+            const vg_plan *h = vg_cuda_heuristic_for(fam, VG_PATH_MOE, m, 1024, 4096, smem,
+                                                     VG_CUDA_DQBLAS_ROWS_SM80, 9);
+            assert_non_null(h);
+            if (fam == VG_FAMILY_FP16 || m > 256) {
+                assert_int_equal(h->kind, VG_KIND_DEQUANT_BLAS);
+            } else {
+                assert_int_equal(h->kind, VG_KIND_DECODE);
+                assert_int_equal(h->tile_m, 64);
+                assert_string_equal(h->id, m <= 64 ? "cuda.grouped.decode.m64n64wn4wk2.u2.sk1"
+                                                   : "cuda.grouped.decode.m64n64wn4wk1.u2.sk1");
+                assert_true(vg_plan_offered(h, fam, VG_PATH_MOE, m));
+            }
+            /* without the dequantize + cuBLAS kind, above 256: the mid tile */
+            h = vg_cuda_heuristic_for(fam, VG_PATH_MOE, m, 1024, 4096, smem, 0, 9);
+            assert_int_equal(h->kind, m <= 256 && fam != VG_FAMILY_FP16 ? VG_KIND_DECODE
+                                                                        : VG_KIND_TILED);
+            h = vg_cuda_heuristic_for(fam, VG_PATH_MOE, m, 1024, 4096, 96 << 10, 0, 7);
+            assert_int_equal(h->kind, VG_KIND_TILED);
+        }
+}
+
 /* Every plan id the CUDA heuristic can name is in the table: with limits
  * that no plan fits (0) or only some fit (48 KB), each preference list is
  * walked to its end, so every id in it is looked up, on every branch of the
@@ -631,6 +669,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_heuristic_applies),
         cmocka_unit_test(test_heuristic_fits_every_arch),
         cmocka_unit_test(test_rule_mid_rows),
+        cmocka_unit_test(test_rule_grouped_rows),
         cmocka_unit_test(test_heuristic_names_known_plans),
         cmocka_unit_test(test_e4m3_every_code),
         cmocka_unit_test(test_dense_every_plan),

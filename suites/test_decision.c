@@ -104,16 +104,16 @@ static void beyond_limits_is_heuristic(void **state)
     a = layer_call(&g, VG_TUNE_MAX_GROUP_TOKENS);
     info = gemm_ok(dev, &a);
     assert_int_equal(info.decision, VG_DECISION_MEASURE);
-    assert_int_equal(info.path, VG_PATH_LOOP);
+    assert_int_equal(info.path, VG_PATH_MOE);
     a = layer_call(&g, VG_TUNE_MAX_GROUP_TOKENS + 1);
     info = gemm_ok(dev, &a);
     assert_int_equal(info.decision, VG_DECISION_MEASURE);
-    assert_int_equal(info.path, VG_PATH_LOOP);
+    assert_int_equal(info.path, VG_PATH_MOE);
     a = layer_call(&g, VG_TUNE_MAX_BUCKET_ROWS + 1);
     info = gemm_ok(dev, &a);
     assert_int_equal(info.decision, VG_DECISION_HEURISTIC);
-    assert_int_equal(info.path, VG_PATH_LOOP);
-    assert_ptr_equal(info.plan, vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_LOOP,
+    assert_int_equal(info.path, VG_PATH_MOE);
+    assert_ptr_equal(info.plan, vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_MOE,
                                                  VG_TUNE_MAX_BUCKET_ROWS + 1, EDGE_N, EDGE_K));
     assert_int_equal(measured_total(dev), 5);
     layer_close(&d);
@@ -151,11 +151,11 @@ static void bucket_measures_then_reuses(void **state)
     expect_call(dev, &l, VG_TUNE_MAX_DENSE_M - 1, VG_DECISION_MEASURE);
     assert_int_equal(measured_total(dev), 4);
 
-    /* Per group (grouped, rerouted to loop): 129..256 rows share the 256
+    /* Per group (grouped, rerouted to moe): 129..256 rows share the 256
      * bucket. */
-    assert_int_equal(expect_call(dev, &g, 200, VG_DECISION_MEASURE).path, VG_PATH_LOOP);
+    assert_int_equal(expect_call(dev, &g, 200, VG_DECISION_MEASURE).path, VG_PATH_MOE);
     assert_ptr_equal(expect_call(dev, &g, 129, VG_DECISION_REUSE).plan,
-                     script_winner(&s, VG_FAMILY_FP8, VG_PATH_LOOP, 200));
+                     script_winner(&s, VG_FAMILY_FP8, VG_PATH_MOE, 200));
     expect_call(dev, &g, 257, VG_DECISION_MEASURE);
     assert_int_equal(measured_total(dev), 6);
     layer_close(&l);
@@ -409,8 +409,9 @@ static void infinite_times_are_not_ranked(void **state)
     free(dir);
 }
 
-/* fp8_grouped_bmm_decode on: grouped runs as one grouped launch up to 16
- * tokens per group and as the loop above; off: always the loop. */
+/* fp8_grouped_bmm_decode on: grouped runs as one grouped launch, on the
+ * layer's offsets rows up to 16 tokens per group and as moe (the call's own
+ * offsets) above; off: always the loop. */
 static void grouped_switch(void **state)
 {
     (void)state;
@@ -425,10 +426,9 @@ static void grouped_switch(void **state)
     for (int32_t t = 1; t <= 18; t++) {
         vg_gemm_args a = layer_call(&l, t);
         vg_dispatch_info info = gemm_ok(dev, &a);
-        vg_path want = t <= GROUPED_DECODE_MAX_TOKENS ? VG_PATH_GROUPED : VG_PATH_LOOP;
+        vg_path want = t <= GROUPED_DECODE_MAX_TOKENS ? VG_PATH_GROUPED : VG_PATH_MOE;
         assert_int_equal(info.path, want);
-        assert_int_equal(info.plan->path, want == VG_PATH_GROUPED ? VG_PATH_GROUPED
-                                                                  : VG_PATH_DENSE);
+        assert_int_equal(info.plan->path, VG_PATH_GROUPED);
         assert_ptr_equal(info.plan, script_winner(&s, VG_FAMILY_FP8, want, t));
     }
     vg_policy_leave();

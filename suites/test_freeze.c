@@ -97,7 +97,7 @@ static vg_gemm_args random_call(world *w, uint32_t *seed, int32_t *offs)
 static vg_path rerouted(const vg_gemm_args *a, int32_t rows)
 {
     if (a->path == VG_PATH_GROUPED && rows > GROUPED_DECODE_MAX_TOKENS)
-        return VG_PATH_LOOP;
+        return VG_PATH_MOE;
     return a->path;
 }
 

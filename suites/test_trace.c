@@ -121,7 +121,7 @@ static void env_path_exact_lines(void **state)
     a = layer_call(&d, 70);
     vg_dispatch_info i3 = gemm_ok(dev, &a);               /* the 128 bucket: measure */
     a = layer_call(&g, 20);
-    vg_dispatch_info i4 = gemm_ok(dev, &a);               /* grouped -> loop, measure */
+    vg_dispatch_info i4 = gemm_ok(dev, &a);               /* grouped -> moe, measure */
     vg_policy_leave();
     a = layer_call(&d, 3);
     vg_dispatch_info i5 = gemm_ok(dev, &a);               /* default partition: measure */
@@ -135,7 +135,7 @@ static void env_path_exact_lines(void **state)
     expect_rec(&r[0], "gemm", "fp8", "dense", 3, 64, 128, 1, h, "measure", i1.plan->id, 1, 0);
     expect_rec(&r[1], "gemm", "fp8", "dense", 3, 64, 128, 1, h, "reuse", i2.plan->id, 1, 0);
     expect_rec(&r[2], "gemm", "fp8", "dense", 70, 64, 128, 1, h, "measure", i3.plan->id, 2, 0);
-    expect_rec(&r[3], "grouped_gemm", "awq", "loop", 80, 32, 64, 4, h, "measure", i4.plan->id, 3,
+    expect_rec(&r[3], "grouped_gemm", "awq", "moe", 80, 32, 64, 4, h, "measure", i4.plan->id, 3,
                0);
     expect_rec(&r[4], "gemm", "fp8", "dense", 3, 64, 128, 1, default_hash(), "measure",
                i5.plan->id, 4, 0);

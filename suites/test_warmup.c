@@ -149,7 +149,7 @@ static void warmup_enters_policy_itself(void **state)
 }
 
 /* freeze_tuning_after_warmup: after the warm-up nothing is measured, not
- * even a new shape (a prefill tail of 20 tokens per group on the loop). */
+ * even a new shape (a prefill tail of 20 tokens per group, run as moe). */
 static void freeze_after_warmup(void **state)
 {
     (void)state;
@@ -165,7 +165,7 @@ static void freeze_after_warmup(void **state)
         vg_policy_enter(dev, cfg);
         vg_gemm_args a = layer_call(&s.grouped, 20);
         vg_dispatch_info info = gemm_ok(dev, &a);
-        assert_int_equal(info.path, VG_PATH_LOOP);
+        assert_int_equal(info.path, VG_PATH_MOE);
         assert_int_equal(info.decision, freeze ? VG_DECISION_HEURISTIC : VG_DECISION_MEASURE);
         vg_policy_leave();
         vg_tuning_state ts;

@@ -27,7 +27,7 @@ typedef struct opts {
     const char *backend;      /* --backend as given: auto (default), cuda or cpu */
     unsigned shapes;
     int tokens[MAX_LIST], ntokens;
-    int loop, grouped;        /* paths */
+    int loop, grouped, moe;   /* paths of the grouped shape */
     int tunes[2], ntunes;
     vg_family family;
     const char *json;

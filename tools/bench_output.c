@@ -33,6 +33,8 @@ void print_tables(const bench *b, const char *shape, int G, int N, int K)
      * CPU table leaves their columns out rather than print nan. */
     printf("%-5s %6s %10s %11s %7s %8s", "tune", "tokens", "loop_us", "grouped_us", "ratio",
            "bw_frac");
+    if (o->moe)
+        printf(" %10s", "moe_us");
     if (o->cuda)
         printf(" %9s", "ceil_frac");
     printf(" %11s", "max_relrms");
@@ -49,6 +51,9 @@ void print_tables(const bench *b, const char *shape, int G, int N, int K)
             snprintf(key, sizeof key, "%s/grouped/%s/t%d/tune=%s", shape,
                      vg_family_name(o->family), t, tn);
             const result *g = find_result(b, key);
+            snprintf(key, sizeof key, "%s/moe/%s/t%d/tune=%s", shape, vg_family_name(o->family), t,
+                     tn);
+            const result *mo = find_result(b, key);
             snprintf(key, sizeof key, "%s/peer-cublas-bmm-bf16/t%d", shape, t);
             const result *pb = find_result(b, key);
             snprintf(key, sizeof key, "%s/peer-cublas-loop-bf16/t%d", shape, t);
@@ -58,15 +63,22 @@ void print_tables(const bench *b, const char *shape, int G, int N, int K)
                 rel = l->rel_rms;
             if (g && isfinite(g->rel_rms) && g->rel_rms > rel)
                 rel = g->rel_rms;
+            if (mo && isfinite(mo->rel_rms) && mo->rel_rms > rel)
+                rel = mo->rel_rms;
             printf("%-5s %6d %10.2f %11.2f %7.2f %8.3f", tn, t, l ? l->median_us : NAN,
                    g ? g->median_us : NAN, l && g ? l->median_us / g->median_us : NAN,
                    g ? g->bw_frac : NAN);
+            if (o->moe)
+                printf(" %10.2f", mo ? mo->median_us : NAN);
             if (o->cuda)
                 printf(" %9.3f", g ? g->ceil_frac : NAN);
             printf(" %11.2e", rel);
             if (o->cuda)
                 printf(" %11.2f %11.2f", pb ? pb->median_us : NAN, pl ? pl->median_us : NAN);
-            printf("  %s (%s)\n", g ? g->plan : "-", g ? g->decision : "-");
+            printf("  %s (%s)", g ? g->plan : "-", g ? g->decision : "-");
+            if (o->moe)
+                printf("  moe: %s (%s)", mo ? mo->plan : "-", mo ? mo->decision : "-");
+            printf("\n");
         }
 }
 

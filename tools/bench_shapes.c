@@ -153,6 +153,14 @@ const char *unknown_plan(const opts *o, const char *list, size_t *len)
     return NULL;
 }
 
+/* The grouped shape's paths in row order, and whether --paths runs path i. */
+static const vg_path kGroupedShapePaths[3] = {VG_PATH_LOOP, VG_PATH_GROUPED, VG_PATH_MOE};
+
+static int path_on(const opts *o, int i)
+{
+    return i == 0 ? o->loop : i == 1 ? o->grouped : o->moe;
+}
+
 /* The grouped shape (wo_a on CUDA, g4n256k512 on the CPU; shape is the
  * rows' name prefix): G groups of N x K, every tokens value, the paths and
  * tune settings (or the plans --plan forces). */
@@ -184,10 +192,10 @@ void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int 
         for (int g = 0; g <= G; g++)
             off[g] = g * t;
         char name[192];
-        for (int p = 0; p < 2 && o->plans; p++) {
-            if ((p == 0 && !o->loop) || (p == 1 && !o->grouped))
+        for (int p = 0; p < 3 && o->plans; p++) {
+            if (!path_on(o, p))
                 continue;
-            const vg_path path = p ? VG_PATH_GROUPED : VG_PATH_LOOP;
+            const vg_path path = kGroupedShapePaths[p];
             const vg_plan *fp[256];
             size_t nf = forced_plans(b, path, t, fp, 256);
             for (size_t f = 0; f < nf; f++) {
@@ -198,14 +206,15 @@ void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int 
             }
         }
         for (int ui = 0; ui < o->ntunes && !o->plans; ui++)
-            for (int p = 0; p < 2; p++) {
-                if ((p == 0 && !o->loop) || (p == 1 && !o->grouped))
+            for (int p = 0; p < 3; p++) {
+                if (!path_on(o, p))
                     continue;
-                snprintf(name, sizeof name, "%s/%s/%s/t%d/tune=%s", shape, p ? "grouped" : "loop",
-                         vg_family_name(o->family), t, o->tunes[ui] ? "on" : "off");
+                snprintf(name, sizeof name, "%s/%s/%s/t%d/tune=%s", shape,
+                         vg_path_name(kGroupedShapePaths[p]), vg_family_name(o->family), t,
+                         o->tunes[ui] ? "on" : "off");
                 if (in_shard(b))
-                    run_kernel_row(b, name, &w, o->family, p ? VG_PATH_GROUPED : VG_PATH_LOOP, t,
-                                   G * t, off, x16, ref, o->tunes[ui], NULL);
+                    run_kernel_row(b, name, &w, o->family, kGroupedShapePaths[p], t, G * t, off,
+                                   x16, ref, o->tunes[ui], NULL);
             }
         if (!peers)
             continue;

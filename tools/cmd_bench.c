@@ -133,7 +133,11 @@ static void usage(FILE *f)
             "                         K=512; its rows were named wo_a/... before issue 30),\n"
             "                         n512k512, prefill256 (M=N=K=256)\n"
             "  --tokens LIST          tokens per group / dense M (default 1,2,4,6,8,16)\n"
-            "  --paths LIST           loop,grouped (default both)\n"
+            "  --paths LIST           the grouped shape's paths: loop, grouped, moe (default\n"
+            "                         loop,grouped).  moe takes the same offsets (t tokens\n"
+            "                         per group) through the moe path, which runs grouped\n"
+            "                         plans at any tokens per group where grouped hands\n"
+            "                         more than 16 to loop\n"
             "  --tune LIST            off,on: fp8_tune_small_shapes (default off,on)\n"
             "  --family NAME          fp8 (default), fp16, awq, mxfp4, nvfp4\n"
             "  --samples N            timed samples per row (default 50 cuda, 30 cpu)\n"
@@ -223,13 +227,18 @@ static int parse_args(int argc, char **argv, opts *o)
             tokens_given = 1;
         } else if (!strcmp(a, "--paths")) {
             NEED();
-            o->loop = strstr(v, "loop") != NULL;
-            o->grouped = strstr(v, "grouped") != NULL;
+            o->loop = o->grouped = o->moe = 0;
             char buf[128];
             snprintf(buf, sizeof buf, "%s", v);
             for (char *s = strtok(buf, ","); s; s = strtok(NULL, ","))
-                if (strcmp(s, "loop") && strcmp(s, "grouped")) {
-                    fprintf(stderr, "voltgate bench: unknown path '%s' (loop, grouped)\n", s);
+                if (!strcmp(s, "loop"))
+                    o->loop = 1;
+                else if (!strcmp(s, "grouped"))
+                    o->grouped = 1;
+                else if (!strcmp(s, "moe"))
+                    o->moe = 1;
+                else {
+                    fprintf(stderr, "voltgate bench: unknown path '%s' (loop, grouped, moe)\n", s);
                     return -1;
                 }
         } else if (!strcmp(a, "--tune")) {
@@ -330,8 +339,8 @@ static int parse_args(int argc, char **argv, opts *o)
         o->tokens[2] = 4;
         o->ntokens = 3;
     }
-    if (!o->loop && !o->grouped) {
-        fprintf(stderr, "voltgate bench: --paths names neither loop nor grouped\n");
+    if (!o->loop && !o->grouped && !o->moe) {
+        fprintf(stderr, "voltgate bench: --paths names no path (loop, grouped, moe)\n");
         return -1;
     }
     return 0;

@@ -127,8 +127,9 @@ typedef struct vg_dispatch_info {
 
 /* Decides a plan for the call and launches it.  `op` names the registered
  * operator (e.g. "gemm"); info may be NULL.  The path asked for in args may
- * be rerouted (grouped -> loop above GROUPED_DECODE_MAX_TOKENS tokens per
- * group or with fp8_grouped_bmm_decode off); info->path says which ran. */
+ * be rerouted (grouped -> moe above GROUPED_DECODE_MAX_TOKENS tokens per
+ * group, grouped -> loop with fp8_grouped_bmm_decode off); info->path says
+ * which ran. */
 vg_status vg_gemm(vg_device *dev, const char *op, const vg_gemm_args *args,
                   vg_dispatch_info *info);
 

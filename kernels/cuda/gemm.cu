@@ -95,12 +95,18 @@ struct CudaPlan {
       VG_ALL_FAMILIES, tile_m, tile_n, 128, U, split, max_rows, VG_KIND_DECODE, 0}},
 
 /* Mid decode plans: the same kernel with WN warps over N sharing one X
- * ring (plan_list.h), offered from tile_m/2 + 1 rows (below, a plan with
- * half the token tile wastes less). */
+ * ring (plan_list.h).  Dense: offered from tile_m/2 + 1 rows (below, the
+ * 16-row plans, with half the token tile or less, waste less).  Grouped:
+ * from 17, where the grouped 16-row plans stop; a 64-token tile with 17-32
+ * rows per group in one launch is 1.5-2.2x the per-group loop (wo_a, H100,
+ * KERNELS.md D37). */
+#define MID_DECODE_MIN_ROWS_dense(tile_m) (tile_m / 2 + 1)
+#define MID_DECODE_MIN_ROWS_grouped(tile_m) (GROUPED_DECODE_MAX_TOKENS + 1)
 #define ROW_DECODE_WN(path, tile_m, tile_n, WN, WK, U, split, max_rows)                      \
     {{VG_PLAN_ID_DECODE_WN(path, tile_m, tile_n, WN, WK, U, split), "cuda",                  \
       VG_PLAN_PATH(path),                                                                    \
-      VG_ALL_FAMILIES, tile_m, tile_n, 128, U, split, max_rows, VG_KIND_DECODE, tile_m / 2 + 1}},
+      VG_ALL_FAMILIES, tile_m, tile_n, 128, U, split, max_rows, VG_KIND_DECODE,              \
+      MID_DECODE_MIN_ROWS_##path(tile_m)}},
 #define ROW_TILED(path, name, BM, BN, BK, ST, split, max_rows, WM, WN, WK)                   \
     {{VG_PLAN_ID_TILED(path, name, BM, BN, BK, ST, split), "cuda", VG_PLAN_PATH(path),       \
       VG_ALL_FAMILIES, BM, BN, BK, ST, split, max_rows, VG_KIND_TILED, 0}},
@@ -333,7 +339,9 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
  * one X ring) up to 256: split 4 to 64 rows, two K groups to 128, one
  * block per 64 x 64 tile to 256 (the H100 crossover at N = 4096,
  * KERNELS.md D36); below N = 2048 the 16-row tiles with 8 warps up to 64
- * rows (wo_a's N = 1024, D36) and the split-4 mid decode plan to 128.  On SM70/75 (no V100 measurement of the mid decode plans
+ * rows (wo_a's N = 1024, D36) and the split-4 mid decode plan to 128.
+ * Grouped and moe above 16 rows per group on SM80+: the grouped mid decode
+ * plans to 256 rows (D37).  On SM70/75 (no V100 measurement of the mid decode plans
  * yet) and above 256 rows, <= 64 rows: the mid tile; above: the prefill
  * tile.  Where the preferred
  * plan needs more shared memory than the device has (the 8- and 16-warp
@@ -354,10 +362,20 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
     /* fp16 has nothing to dequantize: the kind is cuBLAS on W itself, level
      * with cuBLAS BF16 and ahead of every native plan from 17 rows (H100,
      * D36: 14.7 us at M=32 against 22.0 for the best decode plan) */
+    const int grouped = path == VG_PATH_GROUPED || path == VG_PATH_MOE;
+    /* Groups above 16 rows on SM80+: the grouped mid decode plans, one
+     * launch for every group, to 256 rows, ahead of the per-group cuBLAS
+     * calls (moe on wo_a, H100: 23-27 us at 17-64 rows against 54-69 for
+     * the mid tile; 81-84 at 256 against 128-144 for dqcublas; KERNELS.md
+     * D37).  Two K groups to 64 rows, one block per tile above.  fp16
+     * keeps cuBLAS on W itself (not measured against these). */
+    if (grouped && sm_major >= 8 && rows > 16 && rows <= 256 && f != VG_FAMILY_FP16)
+        return rows <= 64 ? first_that_fits(f, smem_limit, {"cuda.grouped.decode.m64n64wn4wk2.u2.sk1",
+                                                            "cuda.grouped.decode.m64n64wn4wk1.u2.sk1"})
+                          : by_id("cuda.grouped.decode.m64n64wn4wk1.u2.sk1");
     if (dq_rows > 0 && (rows >= dq_rows || (f == VG_FAMILY_FP16 && rows > 16)))
-        return by_id(path == VG_PATH_GROUPED || path == VG_PATH_MOE ? "cuda.grouped.dqcublas"
-                                                                    : "cuda.dense.dqcublas");
-    if (path == VG_PATH_GROUPED || path == VG_PATH_MOE) {
+        return by_id(grouped ? "cuda.grouped.dqcublas" : "cuda.dense.dqcublas");
+    if (grouped) {
         if (rows > 16)
             return first_that_fits(f, smem_limit, {"cuda.grouped.mid.m64n64k128.s4.sk1",
                                                    "cuda.grouped.mid.m64n64k128.s2.sk1",
