@@ -30,8 +30,8 @@ Assumptions (each with its source, or "assumption"):
       grid rows that are resident at the same time can share W lines in L2;
       that is not credited, so for several passes over W the DRAM term may
       overstate (a place where this bound can exceed the truth, as can
-      A12's assumed efficiency; a few
-      blocks per SM are resident, against 64-256 N tiles per grid row).
+      A12's assumed efficiency; a few blocks per SM are resident, against
+      64-256 N tiles per grid row).
   A5  X (FP16) is read once and Y (FP16) written once: an M tile of X is
       shared by the N tiles of its grid row, which run together (assumption).
   A6  Split-K: the kernel writes M*N*4*split bytes of FP32 partials instead
