@@ -60,7 +60,8 @@ from report_plots import (  # noqa: E402,F401
 )
 from report_page import (  # noqa: E402,F401
     _e, loop_vs_grouped, tuner_vs_heuristic, CSS, Html, _link, _anchor, _table, _fmt, _href,
-    golden_case_table, v100_ceiling_lookup, v100_model_section, render_page, crossover_table,
+    golden_case_table, v100_ceiling_lookup, v100_model_section, v100_crossover_section, render_page,
+    crossover_table,
 )
 
 

@@ -6,6 +6,7 @@ import re
 
 import stats
 import targets as vgtargets
+import v100_crossover
 from report_plots import CROSSOVER_PEER, CROSSOVER_TUNED, crossover_series
 from report_runs import _natural, _slug
 from report_rule import (
@@ -224,6 +225,34 @@ def v100_model_section(rows):
             "(reports/sass_model.py): the fraction of V100 DRAM bandwidth (decode) or tensor peak (tiled) "
             "its instructions allow, and the pipe that binds. An upper bound, not a measurement: no V100 "
             "ran.</p>" + _table(["plan tile"] + [f"{f} (V100 ceiling, model)" for f in fams], body, classes))
+
+
+def v100_crossover_section(rows):
+    """The V100 crossover (model) section: per family, the crossover shapes'
+    M rows with each plan kind's lower-bound time, cuBLAS FP16 and the SM70
+    rule's pick (reports/v100_crossover.py).  Empty without model rows; one
+    muted line where the rows cannot be read."""
+    if not rows:
+        return ""
+    head = ("<h2>V100 crossover (model)</h2><p class='muted'>Modelled, not measured: lower bounds on a V100's "
+            "time (us) for each plan kind's best plan at the crossover shapes, from the V100 ceilings above. "
+            "A marked row: the SM70 rule's pick (tuning off) is modelled more than "
+            f"{v100_crossover.FLAG_RATIO:.2f} x the best.</p>")
+    try:
+        setting = v100_crossover.setting()
+        results = v100_crossover.crossover(rows)
+    except v100_crossover.ModelError as e:
+        return head + f"<p class='muted'>Not drawn: {_e(e)}</p>"
+    out = [head]
+    for family in v100_crossover.FAMILIES:
+        rs = [r for r in results if r["family"] == family]
+        flagged = sum(r["flag"] for r in rs)
+        out.append(f"<h3>{_e(family)}: {flagged} row(s) where the rule's pick is modelled over "
+                   f"{v100_crossover.FLAG_RATIO:.2f} x the best</h3>")
+        out.append(_table(v100_crossover.TABLE_HEAD, [v100_crossover.table_cells(r) for r in rs],
+                          ["bad" if r["flag"] else "" for r in rs]))
+    out.append(f"<p class='muted'>{_e(v100_crossover.assumptions_text(setting))}</p>")
+    return "".join(out)
 
 
 def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots, problems, args,
@@ -501,6 +530,7 @@ def render_page(runs, latest, baseline, bench_res, golden_res, perf, gold, plots
     model = latest.v100_model()
     if model:
         p.append(v100_model_section(model))
+        p.append(v100_crossover_section(model))
 
     p.append("<h2>Each benchmark over commits</h2>")
     if len(runs) > 1:
