@@ -264,6 +264,15 @@ def sm70_rule(family, m, n):
             return (_first_that_fits(family, [d + "m16n16w8.u4.sk1", d + "m16n16w8.u2.sk1", d + "m16n32w4.u2.sk2"])
                     if big else _first_that_fits(family, [d + "m8n16w16.u2.sk1", d + "m8n32w4.u2.sk2"]))
         return d + ("m16n32w4.u2.sk4" if big else "m8n32w4.u2.sk4")
+    if family != "fp16" and m <= 256:
+        if n < 2048:
+            if m > 64:
+                return d + "m64n64wn4wk1.u2.sk2"
+        elif m <= 32:
+            if family != "fp8":
+                return _first_that_fits(family, [d + "m16n32w4.u2.sk1", d + "m16n16w4.u2.sk1"])
+        else:
+            return d + ("m64n64wn4wk1.u2.sk1" if m <= 128 else "m64n64wn4wk1.u2.sk2")
     if m <= 64:
         sk = "sk1" if -(-n // 64) >= 64 else "sk2"
         return _first_that_fits(family, [f"cuda.dense.mid.m64n64k128.s4.{sk}", f"cuda.dense.mid.m64n64k128.s2.{sk}",

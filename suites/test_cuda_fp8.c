@@ -567,9 +567,25 @@ static void test_rule_mid_rows(void **state)
             assert_int_equal(h->kind, m >= VG_CUDA_DQBLAS_ROWS_SM80 || f == VG_FAMILY_FP16
                                           ? VG_KIND_DEQUANT_BLAS
                                           : VG_KIND_DECODE);
+            /* SM70 (the V100 model, KERNELS.md D38): the quantized
+             * families' mid decode plans from 33 to 256 rows, the 4-bit
+             * families' 16-row tiles to 32; fp16 and fp8 the mid tile to
+             * 32, fp16 the tiled plans above */
             h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_DENSE, m, 4096, 4096, 96 << 10, 0, 7);
             assert_non_null(h);
-            assert_int_equal(h->kind, VG_KIND_TILED);
+            assert_true(vg_cuda_plan_smem(h, (vg_family)f) <= 96 << 10);
+            const int native16 = f == VG_FAMILY_FP16 || f == VG_FAMILY_FP8;
+            if (f == VG_FAMILY_FP16 || m > 256 || (m <= 32 && native16)) {
+                assert_int_equal(h->kind, VG_KIND_TILED);
+            } else {
+                assert_int_equal(h->kind, VG_KIND_DECODE);
+                assert_int_equal(h->tile_m, m <= 32 ? 16 : 64);
+                assert_true(vg_plan_offered(h, (vg_family)f, VG_PATH_DENSE, m));
+            }
+            /* N = 1024 on SM70: the mid tile to 64 rows, mid decode split 2 above */
+            h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_LOOP, m, 1024, 4096, 96 << 10, 0, 7);
+            assert_int_equal(h->kind, f != VG_FAMILY_FP16 && m > 64 && m <= 256 ? VG_KIND_DECODE
+                                                                                : VG_KIND_TILED);
             /* N = 1024 (wo_a's groups): the 16-row tiles to 64 rows */
             h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_LOOP, m, 1024, 4096, smem, 0, 9);
             assert_non_null(h);

@@ -341,8 +341,11 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
  * KERNELS.md D36); below N = 2048 the 16-row tiles with 8 warps up to 64
  * rows (wo_a's N = 1024, D36) and the split-4 mid decode plan to 128.
  * Grouped and moe above 16 rows per group on SM80+: the grouped mid decode
- * plans to 256 rows (D37).  On SM70/75 (no V100 measurement of the mid decode plans
- * yet) and above 256 rows, <= 64 rows: the mid tile; above: the prefill
+ * plans to 256 rows (D37).  On SM70/75, the quantized families, by the
+ * V100 model (D38): N >= 2048, the 4-bit families' 16-row tiles to 32
+ * rows, the mid decode plans from 33 to 256; N < 2048, the mid decode plan
+ * with split 2 from 65.  Elsewhere (fp16 without cuBLAS, the rest of
+ * SM70/75, above 256 rows) <= 64 rows: the mid tile; above: the prefill
  * tile.  Where the preferred
  * plan needs more shared memory than the device has (the 8- and 16-warp
  * decode plans take 77-146 KB, the 3- and 4-stage mid and prefill tiles
@@ -431,6 +434,30 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
                             : first_that_fits(f, smem_limit, {"cuda.dense.decode.m64n64wn4wk2.u2.sk1",
                                                               "cuda.dense.decode.m64n64wn4wk1.u2.sk2"});
         return by_id("cuda.dense.decode.m64n64wn4wk1.u2.sk1");
+    }
+    /* SM70/75, the quantized families above 16 rows: by the V100 model
+     * (reports/v100_crossover.py on the sm_70 SASS: a model, no V100
+     * measurement; KERNELS.md D38).  The 128 x 128 prefill tile fills 32
+     * of a V100's 80 SMs at N = 4096 and 128 rows (8 at N = 1024): the mid
+     * decode plans are modelled 2.1x faster there (fp8 4096^2: 56 against
+     * 118 us), 1.05-1.5x the mid tile at 33-64 rows, 0.9-1.2x the
+     * prefill tile at 255; the 4-bit families' 16-row tiles read their 8
+     * MB twice at 17-32 rows and are still modelled 1.24-1.9x the mid
+     * tile, whose 64-row tile computes half for nothing.  fp8 keeps the mid tile to 32 rows (modelled
+     * 0.8x the 16-row tiles' time there), fp16 its rule (cuBLAS on W), and
+     * N < 2048 the mid tile to 64 rows. */
+    if (sm_major < 8 && f != VG_FAMILY_FP16 && rows <= 256) {
+        if (n < 2048) {
+            if (rows > 64)
+                return by_id("cuda.dense.decode.m64n64wn4wk1.u2.sk2");
+        } else if (rows <= 32) {
+            if (f != VG_FAMILY_FP8)
+                return first_that_fits(f, smem_limit, {"cuda.dense.decode.m16n32w4.u2.sk1",
+                                                       "cuda.dense.decode.m16n16w4.u2.sk1"});
+        } else {
+            return by_id(rows <= 128 ? "cuda.dense.decode.m64n64wn4wk1.u2.sk1"
+                                     : "cuda.dense.decode.m64n64wn4wk1.u2.sk2");
+        }
     }
     if (rows <= 64)
         return ceil_div(n, 64) >= 64

@@ -223,9 +223,14 @@ def rule_tokens():
 # v100_crossover.sm70_rule follows it and this list is updated with it.
 RULE_AS_PORTED = [
     "VG_FAMILY_COUNT", "VG_PATH_COUNT", "rows > 8", "ceil_div(n, 16)",     # big, tiles
-    "dq_rows > 0", "rows >= dq_rows", "VG_FAMILY_FP16", "rows > 16", "VG_PATH_GROUPED", "VG_PATH_MOE",
+    "VG_PATH_GROUPED", "VG_PATH_MOE",                                       # grouped
+    # grouped/moe on SM80+, which the dense path never enters
+    "sm_major >= 8", "rows > 16", "rows <= 256", "VG_FAMILY_FP16", "rows <= 64",
+    '"cuda.grouped.decode.m64n64wn4wk2.u2.sk1"', '"cuda.grouped.decode.m64n64wn4wk1.u2.sk1"',
+    '"cuda.grouped.decode.m64n64wn4wk1.u2.sk1"',
+    "dq_rows > 0", "rows >= dq_rows", "VG_FAMILY_FP16", "rows > 16",
     '"cuda.grouped.dqcublas"', '"cuda.dense.dqcublas"',
-    "VG_PATH_GROUPED", "VG_PATH_MOE", "rows > 16",
+    "rows > 16",
     '"cuda.grouped.mid.m64n64k128.s4.sk1"', '"cuda.grouped.mid.m64n64k128.s2.sk1"',
     '"cuda.grouped.mid.m64n64k64.s3.sk1"', "tiles < 32", '"cuda.grouped.decode.m16n32w4.u2.sk2"',
     '"cuda.grouped.decode.m8n32w4.u2.sk2"', "VG_FAMILY_FP16", '"cuda.grouped.decode.m8n32w4.u4.sk1"',
@@ -243,6 +248,11 @@ RULE_AS_PORTED = [
     '"cuda.dense.decode.m16n16w4.u2.sk1"', "rows <= 64", '"cuda.dense.decode.m64n64wn4wk1.u2.sk4"',
     "rows <= 128", "n < 2048", '"cuda.dense.decode.m64n64wn4wk1.u2.sk4"', '"cuda.dense.decode.m64n64wn4wk2.u2.sk1"',
     '"cuda.dense.decode.m64n64wn4wk1.u2.sk2"', '"cuda.dense.decode.m64n64wn4wk1.u2.sk1"',
+    # SM70/75, the quantized families to 256 rows (the V100 model's picks)
+    "sm_major < 8", "VG_FAMILY_FP16", "rows <= 256", "n < 2048", "rows > 64",
+    '"cuda.dense.decode.m64n64wn4wk1.u2.sk2"', "rows <= 32", "VG_FAMILY_FP8",
+    '"cuda.dense.decode.m16n32w4.u2.sk1"', '"cuda.dense.decode.m16n16w4.u2.sk1"', "rows <= 128",
+    '"cuda.dense.decode.m64n64wn4wk1.u2.sk1"', '"cuda.dense.decode.m64n64wn4wk1.u2.sk2"',
     # SM70 again: mid up to 64 rows, prefill above
     "rows <= 64", "ceil_div(n, 64) >= 64", '"cuda.dense.mid.m64n64k128.s4.sk1"', '"cuda.dense.mid.m64n64k128.s2.sk1"',
     '"cuda.dense.prefill.m64n64k64.s3.sk1"', '"cuda.dense.mid.m64n64k128.s4.sk2"', '"cuda.dense.mid.m64n64k128.s2.sk2"',
@@ -271,7 +281,8 @@ class Drift(unittest.TestCase):
 
     def test_min_rows_and_dq_constants(self):
         gemm = read(os.path.join(ROOT, "kernels", "cuda", "gemm.cu"))
-        self.assertIn("VG_KIND_DECODE, tile_m / 2 + 1}}", gemm)        # DECODE_WN min_rows
+        self.assertIn("#define MID_DECODE_MIN_ROWS_dense(tile_m) (tile_m / 2 + 1)", gemm)  # DECODE_WN
+        self.assertIn("MID_DECODE_MIN_ROWS_##path(tile_m)}}", gemm)
         self.assertIn("VG_KIND_DECODE, 0}}", gemm)                     # DECODE min_rows
         self.assertIn("#define DQBLAS_MIN_ROWS (GROUPED_DECODE_MAX_TOKENS + 1)", gemm)
         types = read(os.path.join(ROOT, "include", "voltgate", "types.h"))
@@ -310,11 +321,17 @@ class Rule(unittest.TestCase):
     def test_mid_prefill_and_dq_boundaries(self):
         r = vc.sm70_rule
         self.assertEqual(r("fp8", 17, 4096), "cuda.dense.mid.m64n64k128.s2.sk1")      # s4 is 118784 B
-        self.assertEqual(r("nvfp4", 17, 4096), "cuda.dense.mid.m64n64k128.s4.sk1")    # s4 is 86016 B
-        self.assertEqual(r("fp8", 64, 4096), "cuda.dense.mid.m64n64k128.s2.sk1")
+        self.assertEqual(r("fp8", 32, 4096), "cuda.dense.mid.m64n64k128.s2.sk1")
+        self.assertEqual(r("nvfp4", 17, 4096), self.D + "m16n32w4.u2.sk1")            # 4-bit: 16-row tiles
+        self.assertEqual(r("awq", 32, 14336), self.D + "m16n32w4.u2.sk1")
+        self.assertEqual(r("nvfp4", 17, 1024), "cuda.dense.mid.m64n64k128.s4.sk2")    # s4 is 86016 B
+        self.assertEqual(r("fp8", 33, 4096), self.D + "m64n64wn4wk1.u2.sk1")          # mid decode
+        self.assertEqual(r("mxfp4", 64, 4096), self.D + "m64n64wn4wk1.u2.sk1")
         self.assertEqual(r("fp8", 64, 1024), "cuda.dense.mid.m64n64k128.s2.sk2")      # 16 N tiles of 64 < 64
-        self.assertEqual(r("fp8", 65, 4096), "cuda.dense.prefill.m128n128k64.s3.sk1")  # 79872 B fits
-        self.assertEqual(r("awq", 255, 4096), "cuda.dense.prefill.m128n128k64.s3.sk1")
+        self.assertEqual(r("fp8", 65, 1024), self.D + "m64n64wn4wk1.u2.sk2")
+        self.assertEqual(r("fp8", 128, 4096), self.D + "m64n64wn4wk1.u2.sk1")
+        self.assertEqual(r("awq", 129, 4096), self.D + "m64n64wn4wk1.u2.sk2")
+        self.assertEqual(r("awq", 255, 4096), self.D + "m64n64wn4wk1.u2.sk2")
         self.assertEqual(r("fp8", 256, 4096), vc.DQBLAS_ID)
         self.assertEqual(r("nvfp4", 8192, 14336), vc.DQBLAS_ID)
         # fp16: cuBLAS on W from 17 rows; 16 rows still decode
@@ -341,13 +358,20 @@ class Crossover(unittest.TestCase):
         # prefill 128x128 at 0.5: one wave of 171.3 us
         self.assertAlmostEqual(r["kinds"]["tiled prefill"][0], 128 * 128 * 4096 / (0.5 * FMA_RATE) * US, 6)
         self.assertEqual(r["best"][1], "cuda.dense.mid.m64n64k128.s2.sk1")
-        self.assertEqual(r["rule_plan"], "cuda.dense.mid.m64n64k128.s2.sk1")
-        self.assertAlmostEqual(r["rule_over_best"], 1.0)
-        self.assertFalse(r["flag"])
         self.assertAlmostEqual(r["cublas_us"], (4096 * 4096 + 2 * 64 * 4096) * 2 / BW * US, 6)
+        # The rule (fp8, 33-128 rows, N >= 2048) takes mid decode split 1: at
+        # 0.5 (issue bound, a block's W at 0.5 x 900e9/80 B/s per SM) 64
+        # blocks, one wave of 262208 B: 46.61 us, 2.17x the mid tile here:
+        # flagged (these ceilings are made up, not the real model's)
+        rule = 64 * 4096 * (1 + 4 / 16384) / (0.5 * MODEL_BW / 80) * US
+        self.assertAlmostEqual(rule, 46.61, 2)
+        self.assertEqual(r["rule_plan"], "cuda.dense.decode.m64n64wn4wk1.u2.sk1")
+        self.assertAlmostEqual(r["rule_us"], rule, 6)
+        self.assertAlmostEqual(r["rule_over_best"], rule / mid, 9)
+        self.assertTrue(r["flag"])
 
-    def test_flag_when_the_rule_is_over_115_percent(self):
-        # M=128: the rule takes prefill 128x128 s3 at 0.5: 32 blocks, one wave
+    def test_rule_within_115_percent_is_not_flagged(self):
+        # M=128: the prefill 128x128 s3 at 0.5 would be 32 blocks, one wave
         # of 128*128*4096/(0.5*512*1530e6) = 171.3 us.  The mid decode plans
         # at 0.5 (issue bound, a block's W at 0.5 x 900e9/80 B/s per SM):
         #   split 1: 128 blocks = 2 waves x 262208 B             -> 93.23 us
@@ -355,18 +379,21 @@ class Crossover(unittest.TestCase):
         #   split 4: 512 blocks = 7 waves x 65552 B + reduction
         #            (128*4096*4*4 + 128*4096*2)/830e9 = 11.37    -> 81.58 + 11.37 = 92.95 us
         # (DRAM at split 4: 2 passes of W + X + partials = 51.8 us, below)
+        # The rule takes split 1: 93.23 / 92.95 = 1.003, not flagged.
         r = self.result(128)
-        rule = 128 * 128 * 4096 / (0.5 * FMA_RATE) * US
+        prefill = 128 * 128 * 4096 / (0.5 * FMA_RATE) * US
         per_sm = 0.5 * MODEL_BW / 80
         sk4 = 7 * 64 * 1024 * (1 + 4 / 16384) / per_sm * US + (128 * 4096 * 4 * 4 + 128 * 4096 * 2) / BW * US
         sk1 = 2 * 64 * 4096 * (1 + 4 / 16384) / per_sm * US
         self.assertAlmostEqual(sk4, 92.946, 2)
         self.assertLess(sk4, sk1)
-        self.assertAlmostEqual(r["rule_us"], rule, 6)
+        self.assertAlmostEqual(r["kinds"]["tiled prefill"][0], prefill, 6)
+        self.assertEqual(r["rule_plan"], "cuda.dense.decode.m64n64wn4wk1.u2.sk1")
+        self.assertAlmostEqual(r["rule_us"], sk1, 6)
         self.assertEqual(r["best"][1], "cuda.dense.decode.m64n64wn4wk1.u2.sk4")
         self.assertAlmostEqual(r["best"][0], sk4, 6)
-        self.assertAlmostEqual(r["rule_over_best"], rule / sk4, 9)
-        self.assertTrue(r["flag"])
+        self.assertAlmostEqual(r["rule_over_best"], sk1 / sk4, 9)
+        self.assertFalse(r["flag"])
 
     def test_kinds_offered_by_rows(self):
         self.assertIsNone(self.result(16)["kinds"]["mid decode"])     # from 33 rows
