@@ -18,15 +18,19 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 mkdir -p "$tmp/build/bin"
 cat > "$tmp/build/bin/voltgate" <<'EOF'
 #!/bin/bash
-# A stand-in voltgate: FAKE_MODE=ok|golden-fail|bench-row-fail|not-built.
+# A stand-in voltgate: FAKE_MODE=ok|golden-fail|bench-row-fail|not-built|cuda
+# (cuda: a device is present; each CUDA bench call's arguments go to
+# $FAKE_ARGS_LOG).
 mode=${FAKE_MODE:-ok}
 cmd=$1; [ "$cmd" = golden ] && { shift; cmd="golden-$1"; }
 shift
-json=""; backend=cpu
+[ "$mode" = cuda ] && [ -n "${FAKE_ARGS_LOG:-}" ] && [ "$cmd" = bench ] && echo "$*" >> "$FAKE_ARGS_LOG"
+json=""; backend=cpu; family=fp8
 while [ $# -gt 0 ]; do
     case $1 in
     --json) json=$2; shift ;;
     --backend) backend=$2; shift ;;
+    --family) family=$2; shift ;;
     --help) [ "$mode" = not-built ] && [ "$cmd" != golden-verify ] && { echo "voltgate $cmd: not built yet" >&2; exit 2; }
             echo "usage: voltgate $cmd"; exit 0 ;;
     esac
@@ -38,7 +42,7 @@ median=10.1
 [ -n "${FAKE_SLOW:-}" ] && samples="12.0,12.1,12.2,12.05,12.15,11.95,12.3,12.0,12.1,12.2" median=12.1
 case $cmd in
 golden-verify)
-    [ "$backend" = cuda ] && { echo "skipped: no CUDA device"; exit 77; }
+    [ "$backend" = cuda ] && [ "$mode" != cuda ] && { echo "skipped: no CUDA device"; exit 77; }
     v=PASS; [ "$mode" = golden-fail ] && v=FAIL
     printf '{"tool":"golden-verify","rows":[{"case":"fp8-dense","file":"golden/cases/fp8-dense.h5","family":"fp8","path":"dense","m":1,"n":256,"k":384,"groups":1,"tokens":1,"backend":"cpu","plan":"cpu.dense.a","rel_rms":1e-4,"max_abs":1e-3,"tol_rel_rms":1e-3,"tol_max_abs":0.05,"verdict":"%s"}]}\n' "$v" > "$json"
     [ "$v" = PASS ] ;;
@@ -46,7 +50,7 @@ bench)
     printf '{"tool":"bench","backend":"cpu","gpu":null,"driver":null,"cuda_version":null,"arch_list":null,"policy_hash":"00000000000000ff","config":{},"copy_bandwidth_gbs":20.0,"rows":[' > "$json"
     for p in grouped loop; do
         [ $p = loop ] && printf ',' >> "$json"
-        printf '{"name":"g4n256k512/%s/fp8/t6/tune=on","kind":"kernel","path":"%s","family":"fp8","m":24,"n":256,"k":512,"groups":4,"tokens":6,"plan":"p","decision":"measure","samples_us":[%s],"median_us":%s,"min_us":9.95,"max_us":12.3,"bytes":524288,"flops":6291456,"bandwidth_fraction":null,"max_rel_rms":1e-4}' $p $p "$samples" "$median" >> "$json"
+        printf '{"name":"g4n256k512/%s/%s/t6/tune=on","kind":"kernel","path":"%s","family":"%s","m":24,"n":256,"k":512,"groups":4,"tokens":6,"plan":"p","decision":"measure","samples_us":[%s],"median_us":%s,"min_us":9.95,"max_us":12.3,"bytes":524288,"flops":6291456,"bandwidth_fraction":null,"max_rel_rms":1e-4}' $p "$family" $p "$family" "$samples" "$median" >> "$json"
     done
     printf ']}\n' >> "$json"
     [ "$mode" = bench-row-fail ] && { echo "voltgate bench: g4n256k512/grouped/fp8/t6/tune=on: output check failed" >&2; exit 1; }
@@ -100,6 +104,18 @@ r = json.load(open(sys.argv[1]))
 assert len(r["bench"]) == 2, r["bench"]
 assert any("a row failed" in m for m in r["missing"]), r["missing"]
 EOF
+
+# With a CUDA device: every family's CUDA bench runs the grouped, dense and
+# crossover shapes (issue 31's targets come from the crossover rows).
+export FAKE_ARGS_LOG="$tmp/cuda-bench-args"
+run cuda
+unset FAKE_ARGS_LOG
+[ "$rc" = 0 ] || { fail "cuda run: exit $rc"; tail -20 "$tmp/out"; }
+[ "$(grep -c -- '--backend cuda' "$tmp/cuda-bench-args")" = 5 ] || fail "cuda run: want 5 CUDA bench calls"
+for fam in fp8 fp16 awq mxfp4 nvfp4; do
+    grep -q -- "--backend cuda --family $fam --shape wo_a,dense,crossover " "$tmp/cuda-bench-args" ||
+        fail "cuda run: no crossover bench for $fam: $(cat "$tmp/cuda-bench-args")"
+done
 
 VG_REGRESS_STRICT=1 run not-built
 [ "$rc" = 1 ] || fail "strict not-built run: exit $rc, want 1"
