@@ -234,10 +234,11 @@ def v100_crossover_section(rows):
     muted line where the rows cannot be read."""
     if not rows:
         return ""
-    head = ("<h2>V100 crossover (model)</h2><p class='muted'>Modelled, not measured: lower bounds on a V100's "
-            "time (us) for each plan kind's best plan at the crossover shapes, from the V100 ceilings above. "
+    head = ("<h2>V100 crossover (model)</h2><p class='muted'>Modelled, not measured: a V100's time (us) for "
+            "each plan kind's best plan at the crossover shapes, from the V100 ceilings above; the native plans' "
+            "times are lower bounds, the cuBLAS and dequantize + cuBLAS ones estimates (assumed efficiency). "
             "A marked row: the SM70 rule's pick (tuning off) is modelled more than "
-            f"{v100_crossover.FLAG_RATIO:.2f} x the best.</p>")
+            f"{v100_crossover.FLAG_RATIO:.2f} x the best; a gap of 10-20 % is within the model's error.</p>")
     try:
         setting = v100_crossover.setting()
         results = v100_crossover.crossover(rows)

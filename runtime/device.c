@@ -347,12 +347,15 @@ vg_status vg_gemm_workspace_bytes(vg_device *dev, const vg_gemm_args *args, size
     size_t most = 0, total = dev->ops->plan_count();
     for (size_t i = 0; i < total; i++) {
         const vg_plan *p = dev->ops->plan_at(i);
-        /* On the path the call runs on (a grouped call may be rerouted),
-         * and for a grouped call on loop too: a policy with
-         * fp8_grouped_bmm_decode off runs it there, and a caller sizes the
-         * workspace once, not once per policy. */
+        /* On the path the call runs on with fp8_grouped_bmm_decode on (a
+         * grouped call above 16 rows per group runs as moe), and for a
+         * grouped call on loop too, where a policy with it off runs the
+         * call: a caller sizes the workspace once, not once per policy, so
+         * the count must not depend on the policy it was asked under. */
+        vg_family_policy bmm_on = *fp;
+        bmm_on.grouped_bmm_decode = 1;
         vg_gemm_args a = *args;
-        a.path = vg_route_path(fp, args->path, rows);
+        a.path = vg_route_path(&bmm_on, args->path, rows);
         int applies = vg_plan_offered(p, args->w.family, a.path, rows);
         if (!applies && args->path == VG_PATH_GROUPED &&
             vg_plan_offered(p, args->w.family, VG_PATH_LOOP, rows)) {

@@ -543,7 +543,9 @@ static void test_heuristic_fits_every_arch(void **state)
  * (W streamed, tokens in 64-row tiles) to 256 unless the dequantize +
  * cuBLAS kind starts earlier (from VG_CUDA_DQBLAS_ROWS_SM80), the prefill
  * tile above (below N = 2048 the 16-row tiles to 64 rows); SM70/75 keep
- * the tiled mid and prefill plans.  Needs no device. */
+ * the tiled mid and prefill plans but at 65-128 rows (65-256 below N =
+ * 2048), where the quantized families take the mid decode plans (the V100
+ * model, D38).  Needs no device. */
 static void test_rule_mid_rows(void **state)
 {
     (void)state;
@@ -568,18 +570,16 @@ static void test_rule_mid_rows(void **state)
                                           ? VG_KIND_DEQUANT_BLAS
                                           : VG_KIND_DECODE);
             /* SM70 (the V100 model, KERNELS.md D38): the quantized
-             * families' mid decode plans from 33 to 256 rows, the 4-bit
-             * families' 16-row tiles to 32; fp16 and fp8 the mid tile to
-             * 32, fp16 the tiled plans above */
+             * families' mid decode plans at 65-128 rows, the tiled plans
+             * elsewhere (and for fp16) */
             h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_DENSE, m, 4096, 4096, 96 << 10, 0, 7);
             assert_non_null(h);
             assert_true(vg_cuda_plan_smem(h, (vg_family)f) <= 96 << 10);
-            const int native16 = f == VG_FAMILY_FP16 || f == VG_FAMILY_FP8;
-            if (f == VG_FAMILY_FP16 || m > 256 || (m <= 32 && native16)) {
+            if (f == VG_FAMILY_FP16 || m <= 64 || m > 128) {
                 assert_int_equal(h->kind, VG_KIND_TILED);
             } else {
                 assert_int_equal(h->kind, VG_KIND_DECODE);
-                assert_int_equal(h->tile_m, m <= 32 ? 16 : 64);
+                assert_int_equal(h->tile_m, 64);
                 assert_true(vg_plan_offered(h, (vg_family)f, VG_PATH_DENSE, m));
             }
             /* N = 1024 on SM70: the mid tile to 64 rows, mid decode split 2 above */
@@ -595,10 +595,10 @@ static void test_rule_mid_rows(void **state)
 }
 
 /* Groups above 16 rows (moe, and grouped calls rerouted to moe) on SM80+:
- * the grouped mid decode plans to 256 rows, offered there (from 17 rows:
- * no grouped token tile is smaller), two K groups to 64 rows; above 256
- * the dequantize + cuBLAS kind where offered; fp16 keeps that kind from 17;
- * SM70 keeps the grouped mid tile. */
+ * the grouped mid decode plans to 256 rows (fp16: 128), offered there (from
+ * 17 rows: no grouped token tile is smaller), two K groups to 64 rows
+ * (fp16: 128); above, the dequantize + cuBLAS kind where offered; SM70
+ * keeps the grouped mid tile. */
 static void test_rule_grouped_rows(void **state)
 {
     (void)state;
@@ -614,19 +614,20 @@ static void test_rule_grouped_rows(void **state)
             const vg_plan *h = vg_cuda_heuristic_for(fam, VG_PATH_MOE, m, 1024, 4096, smem,
                                                      VG_CUDA_DQBLAS_ROWS_SM80, 9);
             assert_non_null(h);
-            if (fam == VG_FAMILY_FP16 || m > 256) {
+            const int last = fam == VG_FAMILY_FP16 ? 128 : 256;
+            const int wk2_last = fam == VG_FAMILY_FP16 ? 128 : 64;
+            if (m > last) {
                 assert_int_equal(h->kind, VG_KIND_DEQUANT_BLAS);
             } else {
                 assert_int_equal(h->kind, VG_KIND_DECODE);
                 assert_int_equal(h->tile_m, 64);
-                assert_string_equal(h->id, m <= 64 ? "cuda.grouped.decode.m64n64wn4wk2.u2.sk1"
-                                                   : "cuda.grouped.decode.m64n64wn4wk1.u2.sk1");
+                assert_string_equal(h->id, m <= wk2_last ? "cuda.grouped.decode.m64n64wn4wk2.u2.sk1"
+                                                         : "cuda.grouped.decode.m64n64wn4wk1.u2.sk1");
                 assert_true(vg_plan_offered(h, fam, VG_PATH_MOE, m));
             }
-            /* without the dequantize + cuBLAS kind, above 256: the mid tile */
+            /* without the dequantize + cuBLAS kind, above that: the mid tile */
             h = vg_cuda_heuristic_for(fam, VG_PATH_MOE, m, 1024, 4096, smem, 0, 9);
-            assert_int_equal(h->kind, m <= 256 && fam != VG_FAMILY_FP16 ? VG_KIND_DECODE
-                                                                        : VG_KIND_TILED);
+            assert_int_equal(h->kind, m <= last ? VG_KIND_DECODE : VG_KIND_TILED);
             h = vg_cuda_heuristic_for(fam, VG_PATH_MOE, m, 1024, 4096, 96 << 10, 0, 7);
             assert_int_equal(h->kind, VG_KIND_TILED);
         }

@@ -24,7 +24,7 @@ extern "C" {
 #define VG_TUNE_MAX_BUCKET_ROWS 16384
 
 /* The rows a call of `rows` rows (dense M, or rows per group) on `path`
- * (after the grouped -> loop reroute) is cached, measured and looked up
+ * (after the reroute: grouped -> moe or loop) is cached, measured and looked up
  * under: `rows` itself inside the exact limits, the next power of two up
  * to VG_TUNE_MAX_BUCKET_ROWS, 0 above it or for rows <= 0 (never tuned). */
 int32_t vg_tune_bucket_rows(vg_path path, int32_t rows);
@@ -118,7 +118,7 @@ const char *vg_decision_name(vg_decision d);
 typedef struct vg_dispatch_info {
     vg_decision decision;
     const vg_plan *plan;       /* the plan that ran */
-    vg_path path;              /* the path that ran (grouped may become loop) */
+    vg_path path;              /* the path that ran (grouped may become moe or loop) */
     uint64_t policy_hash;
     double measured_us;        /* the winning time when decision == measure */
     const char *why;           /* short reason ("capturing", "frozen", ...) or "" */

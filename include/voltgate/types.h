@@ -58,8 +58,10 @@ typedef enum vg_dtype {
 #define VG_FAMILY_BIT(f) (1u << (unsigned)(f))
 #define VG_ALL_FAMILIES ((1u << VG_FAMILY_COUNT) - 1u)
 
-/* Groups up to this many tokens each go through the one-launch grouped
- * kernel; above it, through the per-group loop. */
+/* Groups up to this many tokens each run on the grouped path (the one-launch
+ * grouped kernels on the layer's precomputed offsets rows); above it a
+ * grouped call runs as moe (the same kernels on its own offsets), or as the
+ * per-group loop where fp8_grouped_bmm_decode is off. */
 #define GROUPED_DECODE_MAX_TOKENS 16
 
 /* Block sizes of the scaled families. */

@@ -341,11 +341,10 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
  * KERNELS.md D36); below N = 2048 the 16-row tiles with 8 warps up to 64
  * rows (wo_a's N = 1024, D36) and the split-4 mid decode plan to 128.
  * Grouped and moe above 16 rows per group on SM80+: the grouped mid decode
- * plans to 256 rows (D37).  On SM70/75, the quantized families, by the
- * V100 model (D38): N >= 2048, the 4-bit families' 16-row tiles to 32
- * rows, the mid decode plans from 33 to 256; N < 2048, the mid decode plan
- * with split 2 from 65.  Elsewhere (fp16 without cuBLAS, the rest of
- * SM70/75, above 256 rows) <= 64 rows: the mid tile; above: the prefill
+ * plans to 256 rows (fp16 to 128; D37).  On SM70/75, the quantized
+ * families, by the V100 model (D38): the mid decode plans at 65-128 rows
+ * (N < 2048: 65-256).  Elsewhere (the rest of SM70/75, fp16 without
+ * cuBLAS, above 256 rows) <= 64 rows: the mid tile; above: the prefill
  * tile.  Where the preferred
  * plan needs more shared memory than the device has (the 8- and 16-warp
  * decode plans take 77-146 KB, the 3- and 4-stage mid and prefill tiles
@@ -362,20 +361,23 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
         return NULL;
     const int big = rows > 8;
     const int tiles = ceil_div(n, 16);
-    /* fp16 has nothing to dequantize: the kind is cuBLAS on W itself, level
-     * with cuBLAS BF16 and ahead of every native plan from 17 rows (H100,
-     * D36: 14.7 us at M=32 against 22.0 for the best decode plan) */
     const int grouped = path == VG_PATH_GROUPED || path == VG_PATH_MOE;
     /* Groups above 16 rows on SM80+: the grouped mid decode plans, one
-     * launch for every group, to 256 rows, ahead of the per-group cuBLAS
-     * calls (moe on wo_a, H100: 23-27 us at 17-64 rows against 54-69 for
-     * the mid tile; 81-84 at 256 against 128-144 for dqcublas; KERNELS.md
-     * D37).  Two K groups to 64 rows, one block per tile above.  fp16
-     * keeps cuBLAS on W itself (not measured against these). */
-    if (grouped && sm_major >= 8 && rows > 16 && rows <= 256 && f != VG_FAMILY_FP16)
-        return rows <= 64 ? first_that_fits(f, smem_limit, {"cuda.grouped.decode.m64n64wn4wk2.u2.sk1",
-                                                            "cuda.grouped.decode.m64n64wn4wk1.u2.sk1"})
-                          : by_id("cuda.grouped.decode.m64n64wn4wk1.u2.sk1");
+     * launch for every group, ahead of the per-group cuBLAS calls (moe on
+     * wo_a, H100: 23-27 us at 17-64 rows against 54-69 for the mid tile;
+     * 81-84 at 256 against 128-144 for dqcublas; KERNELS.md D37).  Two K
+     * groups to 64 rows, one block per tile above, to 256.  fp16, whose
+     * cuBLAS plan copies nothing: two K groups to 128 rows (35-37 us at
+     * 17-64 against 62-67, 63.9 against 71.2 at 128), cuBLAS above (78.0
+     * against 120.8 at 256). */
+    if (grouped && sm_major >= 8 && rows > 16 && rows <= (f == VG_FAMILY_FP16 ? 128 : 256))
+        return rows <= (f == VG_FAMILY_FP16 ? 128 : 64)
+                   ? first_that_fits(f, smem_limit, {"cuda.grouped.decode.m64n64wn4wk2.u2.sk1",
+                                                     "cuda.grouped.decode.m64n64wn4wk1.u2.sk1"})
+                   : by_id("cuda.grouped.decode.m64n64wn4wk1.u2.sk1");
+    /* fp16 has nothing to dequantize: the kind is cuBLAS on W itself, level
+     * with cuBLAS BF16 and ahead of every dense native plan from 17 rows
+     * (H100, D36: 14.7 us at M=32 against 22.0 for the best decode plan) */
     if (dq_rows > 0 && (rows >= dq_rows || (f == VG_FAMILY_FP16 && rows > 16)))
         return by_id(grouped ? "cuda.grouped.dqcublas" : "cuda.dense.dqcublas");
     if (grouped) {
@@ -435,30 +437,21 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
                                                               "cuda.dense.decode.m64n64wn4wk1.u2.sk2"});
         return by_id("cuda.dense.decode.m64n64wn4wk1.u2.sk1");
     }
-    /* SM70/75, the quantized families above 16 rows: by the V100 model
-     * (reports/v100_crossover.py on the sm_70 SASS: a model, no V100
-     * measurement; KERNELS.md D38).  The 128 x 128 prefill tile fills 32
-     * of a V100's 80 SMs at N = 4096 and 128 rows (8 at N = 1024): the mid
-     * decode plans are modelled 2.1x faster there (fp8 4096^2: 56 against
-     * 118 us), 1.05-1.5x the mid tile at 33-64 rows, 0.9-1.2x the
-     * prefill tile at 255; the 4-bit families' 16-row tiles read their 8
-     * MB twice at 17-32 rows and are still modelled 1.24-1.9x the mid
-     * tile, whose 64-row tile computes half for nothing.  fp8 keeps the mid tile to 32 rows (modelled
-     * 0.8x the 16-row tiles' time there), fp16 its rule (cuBLAS on W), and
-     * N < 2048 the mid tile to 64 rows. */
-    if (sm_major < 8 && f != VG_FAMILY_FP16 && rows <= 256) {
-        if (n < 2048) {
-            if (rows > 64)
-                return by_id("cuda.dense.decode.m64n64wn4wk1.u2.sk2");
-        } else if (rows <= 32) {
-            if (f != VG_FAMILY_FP8)
-                return first_that_fits(f, smem_limit, {"cuda.dense.decode.m16n32w4.u2.sk1",
-                                                       "cuda.dense.decode.m16n16w4.u2.sk1"});
-        } else {
-            return by_id(rows <= 128 ? "cuda.dense.decode.m64n64wn4wk1.u2.sk1"
-                                     : "cuda.dense.decode.m64n64wn4wk1.u2.sk2");
-        }
-    }
+    /* SM70/75, the quantized families at 65-128 rows (N >= 2048) or 65-256
+     * (N < 2048): the mid decode plans, by the V100 model (reports/
+     * v100_crossover.py on the sm_70 SASS; a model, no V100 measurement;
+     * KERNELS.md D38).  There the 128 x 128 prefill tile fills 32 of a
+     * V100's 80 SMs (N = 4096, 128 rows; 8 at N = 1024), and the mid decode
+     * plans are modelled 1.8-2.4x faster (fp8 4096^2: 56 against 118 us;
+     * N = 1024: 16 against 118).  The model's kinds are off by up to ~1.5x
+     * from each other where a GPU could check it (the H100), so the rows
+     * where it says 1.05-1.5x (the mid tile at 17-64, the prefill tile at
+     * 129-255) keep their tiled plans until a V100 says otherwise.  A T4
+     * (also major 7, 40 SMs, not modelled) takes the same rows: the prefill
+     * tile's 32 blocks fill it, the mid decode plans' 128 do too. */
+    if (sm_major < 8 && f != VG_FAMILY_FP16 && rows > 64 && rows <= (n < 2048 ? 256 : 128))
+        return by_id(n < 2048 ? "cuda.dense.decode.m64n64wn4wk1.u2.sk2"
+                              : "cuda.dense.decode.m64n64wn4wk1.u2.sk1");
     if (rows <= 64)
         return ceil_div(n, 64) >= 64
                    ? first_that_fits(f, smem_limit, {"cuda.dense.mid.m64n64k128.s4.sk1",
