@@ -257,7 +257,10 @@ def _first_that_fits(family, ids):
 def sm70_rule(family, m, n):
     """The plan id vg_cuda_heuristic_for gives on the dense path with
     sm_major 7, dq_rows VG_CUDA_DQBLAS_ROWS_SM70 and a V100's shared memory.
-    Only that branch: the SM80 branches are not reached on SM70."""
+    Only that branch: the SM80 branches are not reached on SM70.  A port,
+    so that the model runs from a record without the C library;
+    tests/test_v100_crossover.py (RuleAgainstC) checks it against the C rule
+    itself (`voltgate plans --rule --sm 70`) on every family and threshold."""
     if m >= DQBLAS_ROWS_SM70 or (family == "fp16" and m > 16):
         return DQBLAS_ID
     big = m > 8

@@ -1,7 +1,11 @@
-/* voltgate plans: the plan table of each backend, one line per plan. */
+/* voltgate plans: the plan table of each backend, one line per plan; with
+ * --rule, the plan the CUDA fixed rule (tuning off) picks for an arch that
+ * need not be present: what a V100 runs for a shape, asked on any machine. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "kernels.h"
 #include "tools.h"
 
@@ -22,16 +26,155 @@ static void print_table(const char *backend, size_t count, const vg_plan *(*at)(
     }
 }
 
+/* An arch's largest opt-in shared memory per block, as the CUDA
+ * programming guide's table of compute capabilities gives it; 0: not one
+ * the rule knows. */
+static int arch_smem_limit(int sm)
+{
+    switch (sm) {
+    case 70: return 96 * 1024;
+    case 75: return 64 * 1024;
+    case 80: return 163 * 1024;
+    case 86: case 89: return 99 * 1024;
+    case 90: return 227 * 1024;
+    default: return 0;
+    }
+}
+
+#define RULE_MAX_ROWS 64
+
+static int rule_usage(void)
+{
+    printf("usage: voltgate plans --rule [--sm 70] [--family NAME|all] [--path dense|grouped|loop|moe]\n"
+           "                      [--n N] [--k K] [--rows LIST] [--no-cublas]\n"
+           "The plan the CUDA fixed rule (the heuristic: tuning off, nothing measured)\n"
+           "picks for each rows value, on an arch given by --sm (70 = V100, the default;\n"
+           "75, 80, 86, 89, 90), whether or not such a GPU is here: its shared memory per\n"
+           "block is the arch's; the dequantize + cuBLAS kind is taken as offered (from %d\n"
+           "rows on SM70/75, %d on SM80+) unless --no-cublas.  One line per family and\n"
+           "rows: sm, family, path, n, k, rows, plan id, kind.\n"
+           "  --family   a family or all (default all)\n"
+           "  --path     default dense; rows are per group on the others\n"
+           "  --n, --k   default 4096, 4096 (n per group)\n"
+           "  --rows     default 1,8,16,17,32,33,64,65,128,129,255,256,512,4096\n",
+           VG_CUDA_DQBLAS_ROWS_SM70, VG_CUDA_DQBLAS_ROWS_SM80);
+    return VG_EXIT_OK;
+}
+
+static int parse_int_arg(const char *what, const char *v, long long lo, long long hi, long long *out)
+{
+    if (vg_parse_int(v, strlen(v), lo, hi, out) != 0) {
+        fprintf(stderr, "voltgate plans: bad %s '%s' (an integer %lld..%lld)\n", what, v, lo, hi);
+        return -1;
+    }
+    return 0;
+}
+
+static int cmd_rule(int argc, char **argv)
+{
+    long long sm = 70, n = 4096, k = 4096;
+    int fam_all = 1, no_cublas = 0;
+    vg_family fam = VG_FAMILY_FP8;
+    vg_path path = VG_PATH_DENSE;
+    int32_t rows[RULE_MAX_ROWS] = {1, 8, 16, 17, 32, 33, 64, 65, 128, 129, 255, 256, 512, 4096};
+    int nrows = 14;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = strcmp(a, "--sm") == 0 || strcmp(a, "--family") == 0 ||
+                    strcmp(a, "--path") == 0 || strcmp(a, "--n") == 0 ||
+                    strcmp(a, "--k") == 0 || strcmp(a, "--rows") == 0;
+        if (takes && !v) {
+            fprintf(stderr, "voltgate plans: %s needs a value (try --rule --help)\n", a);
+            return VG_EXIT_USAGE;
+        }
+        if (strcmp(a, "--rule") == 0) {
+            continue;
+        } else if (strcmp(a, "--help") == 0) {
+            return rule_usage();
+        } else if (strcmp(a, "--no-cublas") == 0) {
+            no_cublas = 1;
+        } else if (strcmp(a, "--sm") == 0) {
+            if (parse_int_arg("--sm", v, 10, 200, &sm) != 0)
+                return VG_EXIT_USAGE;
+        } else if (strcmp(a, "--n") == 0) {
+            if (parse_int_arg("--n", v, 1, 1 << 20, &n) != 0)
+                return VG_EXIT_USAGE;
+        } else if (strcmp(a, "--k") == 0) {
+            if (parse_int_arg("--k", v, 1, 1 << 20, &k) != 0)
+                return VG_EXIT_USAGE;
+        } else if (strcmp(a, "--family") == 0) {
+            fam_all = strcmp(v, "all") == 0;
+            if (!fam_all && vg_family_parse(v, &fam) != VG_OK) {
+                fprintf(stderr, "voltgate plans: %s\n", vg_last_error());
+                return VG_EXIT_USAGE;
+            }
+        } else if (strcmp(a, "--path") == 0) {
+            if (vg_path_parse(v, &path) != VG_OK) {
+                fprintf(stderr, "voltgate plans: %s\n", vg_last_error());
+                return VG_EXIT_USAGE;
+            }
+        } else if (strcmp(a, "--rows") == 0) {
+            nrows = 0;
+            size_t len;
+            for (const char *p = v, *next; p; p = next) {
+                next = vg_list_item(p, &len);
+                long long r;
+                if (nrows >= RULE_MAX_ROWS || vg_parse_int(p, len, 1, 1 << 20, &r) != 0) {
+                    fprintf(stderr, "voltgate plans: bad --rows list '%s': item '%.*s' (integers "
+                                    "1..%d, at most %d)\n", v, (int)len, p, 1 << 20, RULE_MAX_ROWS);
+                    return VG_EXIT_USAGE;
+                }
+                rows[nrows++] = (int32_t)r;
+            }
+        } else {
+            fprintf(stderr, "voltgate plans: unknown argument '%s' (try --rule --help)\n", a);
+            return VG_EXIT_USAGE;
+        }
+        if (takes)
+            i++;
+    }
+    const int smem = arch_smem_limit((int)sm);
+    if (smem == 0) {
+        fprintf(stderr, "voltgate plans: --sm %lld is not an arch the rule knows (70, 75, 80, 86, 89, "
+                        "90)\n", sm);
+        return VG_EXIT_USAGE;
+    }
+    if (vg_cuda_plan_count() == 0) {
+        fprintf(stderr, "voltgate plans: built without CUDA: no CUDA rule to ask\n");
+        return VG_EXIT_USAGE;
+    }
+    const int major = (int)sm / 10;
+    const int dq_rows = no_cublas ? 0 : major >= 8 ? VG_CUDA_DQBLAS_ROWS_SM80 : VG_CUDA_DQBLAS_ROWS_SM70;
+    for (int f = 0; f < VG_FAMILY_COUNT; f++) {
+        if (!fam_all && f != (int)fam)
+            continue;
+        for (int r = 0; r < nrows; r++) {
+            const vg_plan *p = vg_cuda_heuristic_for((vg_family)f, path, rows[r], (int32_t)n,
+                                                     (int32_t)k, smem, dq_rows, major);
+            printf("sm%lld %-6s %-8s n%-6lld k%-6lld rows %-6d %-40s %s\n", sm,
+                   vg_family_name((vg_family)f), vg_path_name(path), n, k, (int)rows[r],
+                   p ? p->id : "(none)", p ? vg_plan_kind_name(p->kind) : "-");
+        }
+    }
+    return VG_EXIT_OK;
+}
+
 int cmd_plans(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--rule") == 0)
+            return cmd_rule(argc, argv);
     const char *backend = "all";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
             backend = argv[++i];
         } else if (strcmp(argv[i], "--help") == 0) {
             printf("usage: voltgate plans [--backend cpu|cuda|all]\n"
+                   "       voltgate plans --rule [...]   (see voltgate plans --rule --help)\n"
                    "Lists every kernel plan: backend, id, kernel path, tile, stages, split-K,\n"
-                   "the largest rows it takes (0 = any) and the families it serves.\n");
+                   "the largest rows it takes (0 = any) and the families it serves.  --rule:\n"
+                   "the plan the CUDA fixed rule picks per shape on a given arch (a V100 by\n"
+                   "default), whether or not that GPU is here.\n");
             return VG_EXIT_OK;
         } else {
             fprintf(stderr, "voltgate plans: unknown argument '%s' (try --help)\n", argv[i]);
