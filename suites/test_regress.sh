@@ -113,7 +113,7 @@ unset FAKE_ARGS_LOG
 [ "$rc" = 0 ] || { fail "cuda run: exit $rc"; tail -20 "$tmp/out"; }
 [ "$(grep -c -- '--backend cuda' "$tmp/cuda-bench-args")" = 5 ] || fail "cuda run: want 5 CUDA bench calls"
 for fam in fp8 fp16 awq mxfp4 nvfp4; do
-    grep -q -- "--backend cuda --family $fam --shape wo_a,dense,crossover " "$tmp/cuda-bench-args" ||
+    grep -q -- "--backend cuda --family $fam --shape wo_a,dense,crossover --tokens 1,2,4,6,8,16,32,64 " "$tmp/cuda-bench-args" ||
         fail "cuda run: no crossover bench for $fam: $(cat "$tmp/cuda-bench-args")"
 done
 

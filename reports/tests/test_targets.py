@@ -245,6 +245,27 @@ class NewKinds(TargetCase):
         self.assertEqual(nv["met"], 0)
 
 
+    def test_grouped_above_16_over_cublas_bmm(self):
+        ts = [t for t in targets.load_targets() if t["id"] == "grouped-above-16-over-cublas-bmm"]
+        bench = {("cuda", "wo_a/peer-cublas-bmm-bf16/t32"): row(kind="peer", tokens=32, median_us=27.0),
+                 ("cuda", "wo_a/peer-cublas-bmm-bf16/t64"): row(kind="peer", tokens=64, median_us=28.0),
+                 ("cuda", "wo_a/peer-cublas-bmm-bf16/t16"): row(kind="peer", tokens=16, median_us=26.0),
+                 ("cuda", "wo_a/grouped/fp8/t32/tune=off"): row(tokens=32, median_us=25.0),   # 1.08x
+                 ("cuda", "wo_a/grouped/fp8/t64/tune=off"): row(tokens=64, median_us=26.0),   # 1.077x
+                 ("cuda", "wo_a/grouped/fp8/t16/tune=off"): row(tokens=16, median_us=52.0),   # not covered
+                 ("cuda", "wo_a/grouped/nvfp4/t32/tune=off"): row(tokens=32, median_us=30.0),  # 0.9x
+                 ("cuda", "wo_a/grouped/nvfp4/t64/tune=off"): row(tokens=64, median_us=20.0),
+                 ("cuda", "wo_a/loop/fp8/t32/tune=off"): row(tokens=32, median_us=1.0)}       # not covered
+        lines = {ln["group"]: ln for ln in targets.evaluate(ts, bench)}
+        fp8, nv = lines["family=fp8 tune=off"], lines["family=nvfp4 tune=off"]
+        self.assertAlmostEqual(fp8["worst"], 28.0 / 26.0)
+        self.assertEqual((fp8["rows"], fp8["met"], fp8["status"]), (2, 2, "met"))  # t16 not covered
+        self.assertAlmostEqual(nv["worst"], 27.0 / 30.0)
+        self.assertEqual((nv["rows"], nv["met"], nv["status"]), (2, 1, "not met"))
+        # the families and tune settings the run lacks get lines of their own
+        self.assertEqual(lines["family=awq tune=on"]["status"], "not measured")
+
+
 class FromBenchFiles(TargetCase):
     def run_main(self, argv):
         so, se = io.StringIO(), io.StringIO()
