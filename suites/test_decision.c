@@ -678,60 +678,69 @@ static void decision_names(void **state)
 /* vg_gemm_workspace_bytes of a grouped call does not depend on the policy
  * it is asked under: a caller sizes one workspace and calls under policies
  * with fp8_grouped_bmm_decode on (grouped, or moe above 16 tokens per
- * group) and off (loop), and it covers every plan either may run.  On every
- * backend present (on CUDA the grouped split-K plans need more than the
- * loop's, so a count of the loop alone falls short). */
-static void workspace_same_under_either_policy(void **state)
+ * group) and off (loop), and it covers every plan either may run.  On the
+ * CPU and on CUDA (skipped without a device), where the grouped split-K
+ * plans need more than the loop's, so a count of the loop alone falls
+ * short. */
+static void workspace_same_under_either_policy_on(const char *backend)
 {
-    (void)state;
     vg_config *off = parse_cfg("{\"sm70_fp8\":{\"native\":{\"fp8_grouped_bmm_decode\":false}}}");
-    for (int b = 0; b < 2; b++) {
-        if (b == 1 && !vgtest_have_cuda())
-            break;
-        vg_device *dev = NULL;
-        assert_int_equal(vg_device_open(b ? "cuda" : "cpu", 0, &dev), VG_OK);
-        static const int32_t tokens[] = {1, 4, 16, 17, 64};
-        for (int f = 0; f < VG_FAMILY_COUNT; f++) {
-            test_layer l;
-            layer_open(&l, dev, (vg_family)f, VG_PATH_GROUPED, 1024, 4096, 8, 64);
-            for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++) {
-                vg_gemm_args a = layer_call(&l, tokens[i]);
-                size_t on_bytes = 0, off_bytes = 0;
-                assert_int_equal(vg_gemm_workspace_bytes(dev, &a, &on_bytes), VG_OK);
-                assert_int_equal(vg_policy_enter(dev, off), VG_OK);
-                assert_int_equal(vg_gemm_workspace_bytes(dev, &a, &off_bytes), VG_OK);
-                vg_policy_leave();
-                assert_int_equal(on_bytes, off_bytes);
-                /* every plan either policy may run fits in it */
-                const vg_path paths[] = {tokens[i] > GROUPED_DECODE_MAX_TOKENS ? VG_PATH_MOE
-                                                                              : VG_PATH_GROUPED,
-                                         VG_PATH_LOOP};
-                for (int p = 0; p < 2; p++) {
-                    const vg_plan *plans[256];
-                    size_t n = 0;
-                    assert_int_equal(vg_device_plans(dev, (vg_family)f, paths[p], tokens[i], plans,
-                                                     256, &n), VG_OK);
-                    vg_gemm_args pa = a;
-                    pa.path = paths[p];
-                    for (size_t j = 0; j < n && j < 256; j++) {
-                        size_t need = 0;
-                        if (!vg_plan_offered(plans[j], (vg_family)f, paths[p], tokens[i]) ||
-                            !vg_device_plan_offered(dev, plans[j], NULL))
-                            continue;
-                        assert_int_equal(vg_gemm_plan_workspace_bytes(dev, plans[j], &pa, &need), VG_OK);
-                        if (need > on_bytes)
-                            print_error("%s %s t=%d: plan %s needs %zu, counted %zu\n",
-                                        vg_family_name((vg_family)f), vg_path_name(paths[p]),
-                                        (int)tokens[i], plans[j]->id, need, on_bytes);
-                        assert_true(need <= on_bytes);
-                    }
+    vg_device *dev = NULL;
+    assert_int_equal(vg_device_open(backend, 0, &dev), VG_OK);
+    static const int32_t tokens[] = {1, 4, 16, 17, 64};
+    for (int f = 0; f < VG_FAMILY_COUNT; f++) {
+        test_layer l;
+        layer_open(&l, dev, (vg_family)f, VG_PATH_GROUPED, 1024, 4096, 8, 64);
+        for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++) {
+            vg_gemm_args a = layer_call(&l, tokens[i]);
+            size_t on_bytes = 0, off_bytes = 0;
+            assert_int_equal(vg_gemm_workspace_bytes(dev, &a, &on_bytes), VG_OK);
+            assert_int_equal(vg_policy_enter(dev, off), VG_OK);
+            assert_int_equal(vg_gemm_workspace_bytes(dev, &a, &off_bytes), VG_OK);
+            vg_policy_leave();
+            assert_int_equal(on_bytes, off_bytes);
+            /* every plan either policy may run fits in it */
+            const vg_path paths[] = {tokens[i] > GROUPED_DECODE_MAX_TOKENS ? VG_PATH_MOE
+                                                                          : VG_PATH_GROUPED,
+                                     VG_PATH_LOOP};
+            for (int p = 0; p < 2; p++) {
+                const vg_plan *plans[256];
+                size_t n = 0;
+                assert_int_equal(vg_device_plans(dev, (vg_family)f, paths[p], tokens[i], plans,
+                                                 256, &n), VG_OK);
+                vg_gemm_args pa = a;
+                pa.path = paths[p];
+                for (size_t j = 0; j < n && j < 256; j++) {
+                    size_t need = 0;
+                    if (!vg_plan_offered(plans[j], (vg_family)f, paths[p], tokens[i]) ||
+                        !vg_device_plan_offered(dev, plans[j], NULL))
+                        continue;
+                    assert_int_equal(vg_gemm_plan_workspace_bytes(dev, plans[j], &pa, &need), VG_OK);
+                    if (need > on_bytes)
+                        print_error("%s %s t=%d: plan %s needs %zu, counted %zu\n",
+                                    vg_family_name((vg_family)f), vg_path_name(paths[p]),
+                                    (int)tokens[i], plans[j]->id, need, on_bytes);
+                    assert_true(need <= on_bytes);
                 }
             }
-            layer_close(&l);
         }
-        vg_device_close(dev);
+        layer_close(&l);
     }
+    vg_device_close(dev);
     vg_config_free(off);
+}
+
+static void workspace_same_under_either_policy_cpu(void **state)
+{
+    (void)state;
+    workspace_same_under_either_policy_on("cpu");
+}
+
+static void workspace_same_under_either_policy_cuda(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    workspace_same_under_either_policy_on("cuda");
 }
 
 static void cuda_open_fails_cleanly_without_device(void **state)
@@ -765,7 +774,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(device_workspace),
         cmocka_unit_test(dequant_workspace_cap),
         cmocka_unit_test(decision_names),
-        cmocka_unit_test(workspace_same_under_either_policy),
+        cmocka_unit_test(workspace_same_under_either_policy_cpu),
+        cmocka_unit_test(workspace_same_under_either_policy_cuda),
         cmocka_unit_test(cuda_open_fails_cleanly_without_device),
     };
     return VGTEST_MAIN("decision", tests);
