@@ -215,7 +215,9 @@ typedef void (*vg_golden_row_fn)(const vg_golden_row *row, void *user);
 
 /* Runs every case of an already-read file through the runtime on the
  * backend (device opened by the caller).  `--plan all`: every plan of
- * vg_device_plans that applies, through vg_gemm_with_plan; `heuristic`:
+ * vg_device_plans that applies, through vg_gemm_with_plan (a grouped case
+ * above the grouped limit: every moe and every loop plan, the two paths
+ * the runtime may reroute it to; its rows note "ran as ..."); `heuristic`:
  * vg_gemm with tuning off; an id: that plan where it applies (*ran counts
  * the rows).  y is poisoned with NaN before every run and a NaN left is a
  * failure ("unwritten output").  Returns VG_OK when the runs happened,
