@@ -344,18 +344,19 @@ vg_status vg_gemm_workspace_bytes(vg_device *dev, const vg_gemm_args *args, size
      * policy this thread is in, inside its workspace cap. */
     const vg_family_policy *fp = vg_policy_family(vg_policy_current(dev), args->w.family);
     vg_choice cap = {.ws_cap_mib = fp->dequant_workspace_max_mib};
+    /* On the path the call runs on with fp8_grouped_bmm_decode on (a
+     * grouped call above 16 rows per group runs as moe), and for a grouped
+     * call on loop too, where a policy with it off runs the call: a caller
+     * sizes the workspace once, not once per policy, so the count must not
+     * depend on the policy it was asked under. */
+    vg_family_policy bmm_on = *fp;
+    bmm_on.grouped_bmm_decode = 1;
+    const vg_path routed = vg_route_path(&bmm_on, args->path, rows);
     size_t most = 0, total = dev->ops->plan_count();
     for (size_t i = 0; i < total; i++) {
         const vg_plan *p = dev->ops->plan_at(i);
-        /* On the path the call runs on with fp8_grouped_bmm_decode on (a
-         * grouped call above 16 rows per group runs as moe), and for a
-         * grouped call on loop too, where a policy with it off runs the
-         * call: a caller sizes the workspace once, not once per policy, so
-         * the count must not depend on the policy it was asked under. */
-        vg_family_policy bmm_on = *fp;
-        bmm_on.grouped_bmm_decode = 1;
         vg_gemm_args a = *args;
-        a.path = vg_route_path(&bmm_on, args->path, rows);
+        a.path = routed;
         int applies = vg_plan_offered(p, args->w.family, a.path, rows);
         if (!applies && args->path == VG_PATH_GROUPED &&
             vg_plan_offered(p, args->w.family, VG_PATH_LOOP, rows)) {

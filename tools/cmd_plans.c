@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fileio.h"
+#include "cmd_golden.h" /* the option parsers tools/ shares */
 #include "kernels.h"
 #include "tools.h"
 
@@ -41,8 +41,6 @@ static int arch_smem_limit(int sm)
     }
 }
 
-#define RULE_MAX_ROWS 64
-
 static int rule_usage(void)
 {
     printf("usage: voltgate plans --rule [--sm 70] [--family NAME|all] [--path dense|grouped|loop|moe]\n"
@@ -61,10 +59,10 @@ static int rule_usage(void)
     return VG_EXIT_OK;
 }
 
-static int parse_int_arg(const char *what, const char *v, long long lo, long long hi, long long *out)
+static int parse_int_arg(const char *what, const char *v, int32_t lo, int32_t hi, int32_t *out)
 {
-    if (vg_parse_int(v, strlen(v), lo, hi, out) != 0) {
-        fprintf(stderr, "voltgate plans: bad %s '%s' (an integer %lld..%lld)\n", what, v, lo, hi);
+    if (golden_cli_parse_i32(v, lo, hi, out) != 0) {
+        fprintf(stderr, "voltgate plans: bad %s '%s' (an integer %d..%d)\n", what, v, (int)lo, (int)hi);
         return -1;
     }
     return 0;
@@ -72,12 +70,14 @@ static int parse_int_arg(const char *what, const char *v, long long lo, long lon
 
 static int cmd_rule(int argc, char **argv)
 {
-    long long sm = 70, n = 4096, k = 4096;
+    int32_t sm = 70, n = 4096, k = 4096;
     int fam_all = 1, no_cublas = 0;
     vg_family fam = VG_FAMILY_FP8;
     vg_path path = VG_PATH_DENSE;
-    int32_t rows[RULE_MAX_ROWS] = {1, 8, 16, 17, 32, 33, 64, 65, 128, 129, 255, 256, 512, 4096};
-    int nrows = 14;
+    static const int32_t default_rows[] = {1, 8, 16, 17, 32, 33, 64, 65, 128, 129, 255, 256, 512, 4096};
+    const int32_t *rows = default_rows;
+    int32_t *given_rows = NULL, nrows = (int32_t)(sizeof default_rows / sizeof default_rows[0]);
+    int rc = VG_EXIT_USAGE;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int takes = strcmp(a, "--sm") == 0 || strcmp(a, "--family") == 0 ||
@@ -85,78 +85,78 @@ static int cmd_rule(int argc, char **argv)
                     strcmp(a, "--k") == 0 || strcmp(a, "--rows") == 0;
         if (takes && !v) {
             fprintf(stderr, "voltgate plans: %s needs a value (try --rule --help)\n", a);
-            return VG_EXIT_USAGE;
+            goto out;
         }
         if (strcmp(a, "--rule") == 0) {
             continue;
         } else if (strcmp(a, "--help") == 0) {
-            return rule_usage();
+            rc = rule_usage();
+            goto out;
         } else if (strcmp(a, "--no-cublas") == 0) {
             no_cublas = 1;
         } else if (strcmp(a, "--sm") == 0) {
             if (parse_int_arg("--sm", v, 10, 200, &sm) != 0)
-                return VG_EXIT_USAGE;
+                goto out;
         } else if (strcmp(a, "--n") == 0) {
             if (parse_int_arg("--n", v, 1, 1 << 20, &n) != 0)
-                return VG_EXIT_USAGE;
+                goto out;
         } else if (strcmp(a, "--k") == 0) {
             if (parse_int_arg("--k", v, 1, 1 << 20, &k) != 0)
-                return VG_EXIT_USAGE;
+                goto out;
         } else if (strcmp(a, "--family") == 0) {
             fam_all = strcmp(v, "all") == 0;
             if (!fam_all && vg_family_parse(v, &fam) != VG_OK) {
                 fprintf(stderr, "voltgate plans: %s\n", vg_last_error());
-                return VG_EXIT_USAGE;
+                goto out;
             }
         } else if (strcmp(a, "--path") == 0) {
             if (vg_path_parse(v, &path) != VG_OK) {
                 fprintf(stderr, "voltgate plans: %s\n", vg_last_error());
-                return VG_EXIT_USAGE;
+                goto out;
             }
         } else if (strcmp(a, "--rows") == 0) {
-            nrows = 0;
-            size_t len;
-            for (const char *p = v, *next; p; p = next) {
-                next = vg_list_item(p, &len);
-                long long r;
-                if (nrows >= RULE_MAX_ROWS || vg_parse_int(p, len, 1, 1 << 20, &r) != 0) {
-                    fprintf(stderr, "voltgate plans: bad --rows list '%s': item '%.*s' (integers "
-                                    "1..%d, at most %d)\n", v, (int)len, p, 1 << 20, RULE_MAX_ROWS);
-                    return VG_EXIT_USAGE;
-                }
-                rows[nrows++] = (int32_t)r;
+            free(given_rows);
+            given_rows = NULL;
+            if (golden_cli_parse_list(v, 1, 1 << 20, &given_rows, &nrows) != 0) {
+                fprintf(stderr, "voltgate plans: bad --rows list '%s' (integers 1..%d, comma-separated)\n",
+                        v, 1 << 20);
+                goto out;
             }
+            rows = given_rows;
         } else {
             fprintf(stderr, "voltgate plans: unknown argument '%s' (try --rule --help)\n", a);
-            return VG_EXIT_USAGE;
+            goto out;
         }
         if (takes)
             i++;
     }
-    const int smem = arch_smem_limit((int)sm);
+    const int smem = arch_smem_limit(sm);
     if (smem == 0) {
-        fprintf(stderr, "voltgate plans: --sm %lld is not an arch the rule knows (70, 75, 80, 86, 89, "
-                        "90)\n", sm);
-        return VG_EXIT_USAGE;
+        fprintf(stderr, "voltgate plans: --sm %d is not an arch the rule knows (70, 75, 80, 86, 89, "
+                        "90)\n", (int)sm);
+        goto out;
     }
     if (vg_cuda_plan_count() == 0) {
         fprintf(stderr, "voltgate plans: built without CUDA: no CUDA rule to ask\n");
-        return VG_EXIT_USAGE;
+        goto out;
     }
-    const int major = (int)sm / 10;
+    const int major = sm / 10;
     const int dq_rows = no_cublas ? 0 : major >= 8 ? VG_CUDA_DQBLAS_ROWS_SM80 : VG_CUDA_DQBLAS_ROWS_SM70;
     for (int f = 0; f < VG_FAMILY_COUNT; f++) {
         if (!fam_all && f != (int)fam)
             continue;
         for (int r = 0; r < nrows; r++) {
-            const vg_plan *p = vg_cuda_heuristic_for((vg_family)f, path, rows[r], (int32_t)n,
-                                                     (int32_t)k, smem, dq_rows, major);
-            printf("sm%lld %-6s %-8s n%-6lld k%-6lld rows %-6d %-40s %s\n", sm,
-                   vg_family_name((vg_family)f), vg_path_name(path), n, k, (int)rows[r],
+            const vg_plan *p = vg_cuda_heuristic_for((vg_family)f, path, rows[r], n, k, smem,
+                                                     dq_rows, major);
+            printf("sm%d %-6s %-8s n%-6d k%-6d rows %-6d %-40s %s\n", (int)sm,
+                   vg_family_name((vg_family)f), vg_path_name(path), (int)n, (int)k, (int)rows[r],
                    p ? p->id : "(none)", p ? vg_plan_kind_name(p->kind) : "-");
         }
     }
-    return VG_EXIT_OK;
+    rc = VG_EXIT_OK;
+out:
+    free(given_rows);
+    return rc;
 }
 
 int cmd_plans(int argc, char **argv)
