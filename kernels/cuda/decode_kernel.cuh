@@ -61,6 +61,8 @@
 #ifndef VG_CUDA_DECODE_KERNEL_CUH
 #define VG_CUDA_DECODE_KERNEL_CUH
 
+#include <type_traits>
+
 #include "decode_cfg.cuh"
 
 template <class Deq, int NI, int WK, int MT, int UU, int WN = 1>
@@ -147,29 +149,69 @@ __global__ void __launch_bounds__(WK * WN * 32, (DecodeCfg<Deq, NI, WK, MT, UU, 
         for (int x = 0; x < 2; x++)
             out_rows[j][x] = min(n0 + 16 * j + 8 * rh + 2 * x + (lane & 1) + 4 * (lane >> 4), N - 1);
 #endif
-    /* A step's scales of tile j from Deq::load_step.  On SM70 pre[c][h] is
-     * chunk lq + c of the thread's one row (load_step of that row for each
-     * chunk), and post_out the post-scales of the rows whose sums it holds
-     * (the block scale where the family has one; else load_step of those
-     * rows, of which only the post-scales are kept). */
-    auto load_scales = [&](int k0, int j, StepScales &s) {
+    /* A step's scale bits of tile j from Deq::load_step.  On SM70 "row" c
+     * of the bits is chunk lq + c of the thread's one row (load_step of
+     * that row for each chunk), and out holds the bits of the rows whose
+     * sums it holds, for their post-scales (where the family has one per
+     * row; a block scale is the row's own). */
+    auto load_raw = [&](int k0, int j, StepRaw &s) {
 #if VG_QUADPAIR
-        StepScales second;
+        StepRaw second;
         Deq::load_step(p.w, g, nr[j][0], nr[j][0], k0, lq, s);
         Deq::load_step(p.w, g, nr[j][0], nr[j][0], k0, lq + 1, second);
 #pragma unroll
         for (int h = 0; h < 2; h++)
-            s.pre[1][h] = second.pre[0][h];
-        if constexpr (Deq::kPostScale && Deq::kPostPerBlock) {
-            s.post_out[0] = s.post_out[1] = s.post[0];
-        } else if constexpr (Deq::kPostScale) {
-            StepScales out;
+            s.w[1][h] = second.w[0][h];
+        if constexpr (Deq::kPostScale && !Deq::kPostPerBlock) {
+            StepRaw out;
             Deq::load_step(p.w, g, out_rows[j][0], out_rows[j][1], k0, lq, out);
-            s.post_out[0] = out.post[0], s.post_out[1] = out.post[1];
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    s.out[i][h] = out.w[i][h];
         }
 #else
         Deq::load_step(p.w, g, nr[j][0], nr[j][1], k0, lq, s);
 #endif
+    };
+    auto ready_scales = [&](const StepRaw &r, StepScales &s) {
+#if VG_QUADPAIR
+        Deq::ready_step(r, lq, lq + 1, s);
+        if constexpr (Deq::kPostScale && Deq::kPostPerBlock) {
+            s.post_out[0] = s.post_out[1] = s.post[0];
+        } else if constexpr (Deq::kPostScale) {
+            StepRaw o;
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    o.w[i][h] = r.out[i][h];
+            StepScales out;
+            Deq::ready_step(o, lq, lq, out);
+            s.post_out[0] = out.post[0], s.post_out[1] = out.post[1];
+        }
+#else
+        Deq::ready_step(r, lq, lq, s);
+#endif
+    };
+    /* What the pipeline holds of a step's scales, loaded with its W.  The
+     * mid decode plans (MT > 2: 8 warps per SM) hold the bits as loaded and
+     * ready them in compute: readied at load time, the conversion's first
+     * instruction made the warp wait for the load right there, once per
+     * step (nvfp4 4096x14336 M=64 41.97 -> 39.18 us).  The decode plans
+     * ready them at load time, as before: late, they measured slower at
+     * M <= 16 (nvfp4 4096^2 M=1 6.04 -> 6.70 us; KERNELS.md D39). */
+    constexpr bool kReadyLate = MT > 2;
+    using HeldScales = typename std::conditional<kReadyLate, StepRaw, StepScales>::type;
+    auto load_scales = [&](int k0, int j, HeldScales &s) {
+        if constexpr (kReadyLate) {
+            load_raw(k0, j, s);
+        } else {
+            StepRaw r;
+            load_raw(k0, j, r);
+            ready_scales(r, s);
+        }
     };
     /* Bytes of the first k elements of a row, in 32 bits (K < 2^31). */
     auto row_bytes = [](int k) -> unsigned {
@@ -224,7 +266,7 @@ __global__ void __launch_bounds__(WK * WN * 32, (DecodeCfg<Deq, NI, WK, MT, UU, 
      * The pipelined loop below runs only steps that take the vector path
      * (i < nfast), so its unrolled copies carry no tail code: the byte-wise
      * path is in load_w_tail, called from the one plain loop after it. */
-    auto load_w = [&](int k0, uint32_t (&buf)[NI][2][2][KW], StepScales (&sc)[NI]) {
+    auto load_w = [&](int k0, uint32_t (&buf)[NI][2][2][KW], HeldScales (&sc)[NI]) {
 #pragma unroll
         for (int j = 0; j < NI; j++)
             load_scales(k0, j, sc[j]);
@@ -238,7 +280,7 @@ __global__ void __launch_bounds__(WK * WN * 32, (DecodeCfg<Deq, NI, WK, MT, UU, 
                     ldg_words<KW>(row + (r ? wrow_8[j] : 0) + 64 * h * Deq::kBits / 8, buf[j][r][h]);
         }
     };
-    auto load_w_tail = [&](int k0, uint32_t (&buf)[NI][2][2][KW], StepScales (&sc)[NI]) {
+    auto load_w_tail = [&](int k0, uint32_t (&buf)[NI][2][2][KW], HeldScales (&sc)[NI]) {
         if (p.w_vec_ok && k0 + C::kStepK <= K) {
             load_w(k0, buf, sc);
             return;
@@ -274,7 +316,7 @@ __global__ void __launch_bounds__(WK * WN * 32, (DecodeCfg<Deq, NI, WK, MT, UU, 
                 acc[j][m][e] = 0.0f;
 
     uint32_t wbuf[UW][NI][2][2][KW];
-    StepScales sc[UW][NI];
+    HeldScales sc[UW][NI];
 #pragma unroll
     for (int u = 0; u < UW; u++)
         if (u < nfast)
@@ -321,7 +363,15 @@ __global__ void __launch_bounds__(WK * WN * 32, (DecodeCfg<Deq, NI, WK, MT, UU, 
      * 8 MT): W is still decoded once per step for every token. */
     constexpr bool kXPerTokenTile = MT > 2;
     /* One step: its W (registers) times its X (ring slot), into acc. */
-    auto compute = [&](const uint32_t (&w)[NI][2][2][KW], const StepScales (&scs)[NI], const uint16_t *slot) {
+    auto compute = [&](const uint32_t (&w)[NI][2][2][KW], const HeldScales (&held)[NI], const uint16_t *slot) {
+        StepScales scs[NI];
+#pragma unroll
+        for (int j = 0; j < NI; j++) {
+            if constexpr (kReadyLate)
+                ready_scales(held[j], scs[j]);
+            else
+                scs[j] = held[j];
+        }
         /* A post-scaled family sums the step's MMAs into t first, and
          * alternates between two partial sums: two dependency chains
          * of 4 MMAs instead of one of 8 (fp8 wo_a 10.9 -> 10.4 us;
@@ -508,7 +558,7 @@ __global__ void __launch_bounds__(WK * WN * 32, (DecodeCfg<Deq, NI, WK, MT, UU, 
      * no copy in flight into the slots. */
     for (int i = nfast; i < niter; i++) {
         uint32_t tw[NI][2][2][KW];
-        StepScales tsc[NI];
+        HeldScales tsc[NI];
         uint16_t *slot = xring + (i % U) * C::kXSlot;
         const int k0 = step_k0(i);
         load_w_tail(k0, tw, tsc);

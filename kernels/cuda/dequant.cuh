@@ -26,13 +26,20 @@
  *                  match.  decode16 always keeps the natural pairs.
  *
  * The decode kernel (decode_kernel.cuh) reads scales per 128-long K step
- * instead, ahead of use, for the two weight rows a thread holds:
- *   load_step(w, g, n0, n1, k0, q, s)
- *                  fills s.pre[r][h] (the pre-scale of row r's 16 elements in
- *                  half h of the step: K k0 + 64h + 16q ..) and, where
- *                  kPostScale, s.post[r] (the post-scale of row r over the
- *                  step, which lies in one kScaleK block).  n0, n1 are valid
- *                  rows, k0 < K a multiple of 128.
+ * instead, for the two weight rows a thread holds, in two parts:
+ *   load_step(w, g, n0, n1, k0, q, r)
+ *                  issues the loads only: r (StepRaw) keeps the scale bits as
+ *                  loaded.  n0, n1 are valid rows, k0 < K a multiple of 128.
+ *   ready_step(r, q0, q1, s)
+ *                  turns them into s.pre[i][h] (the pre-scale of row i's 16
+ *                  elements in half h of the step: K k0 + 64h + 16q_i ..)
+ *                  and, where kPostScale, s.post[i] (the post-scale of row i
+ *                  over the step, which lies in one kScaleK block).
+ *                  q0 = q1 = q on SM80+; SM70's loop passes its two chunks.
+ *                  The kernel loads a step's scales with its W, steps ahead,
+ *                  and readies them only when it computes the step: an
+ *                  instruction that reads a loaded value waits for the load,
+ *                  and the warp with it (KERNELS.md D39).
  *
  * fp8 (the first family): E4M3 to FP16 by bits alone -- the seven magnitude
  * bits shifted right by one land on FP16's exponent and mantissa and give
@@ -72,6 +79,17 @@ struct KWeight {
     size_t q_row_bytes;       /* bytes of one weight row */
 };
 
+/* One 128-long K step's scale bits for a thread's two weight rows as
+ * load_step loaded them, per family: fp8 the FP32 block scale in w[0][0];
+ * nvfp4 the E4M3 codes of half h in w[i][h] (the aligned layout: the row's
+ * eight codes of the step in w[i][0..1]); mxfp4 the four E8M0 exponents in
+ * w[i][0]; awq the FP16 zero in w[i][0] and scale in w[i][1].  out is
+ * SM70's: the bits of the rows whose sums it holds (post_out below). */
+struct StepRaw {
+    uint32_t w[2][2];
+    uint32_t out[2][2];
+};
+
 /* The scales of one 128-long K step for a thread's two weight rows. */
 struct StepScales {
     uint32_t pre[2][2]; /* [row][half]: decode_words' s */
@@ -91,9 +109,8 @@ struct DeqFP16 {
     static constexpr bool kPostPerBlock = false;
     static constexpr int kScaleK = 128;
     static __device__ __forceinline__ uint32_t prescale(const KWeight &, int, int, int) { return 0; }
-    static __device__ __forceinline__ void load_step(const KWeight &, int, int, int, int, int, StepScales &)
-    {
-    }
+    static __device__ __forceinline__ void load_step(const KWeight &, int, int, int, int, int, StepRaw &) {}
+    static __device__ __forceinline__ void ready_step(const StepRaw &, int, int, StepScales &s) { s = StepScales{}; }
     static __device__ __forceinline__ void decode_words(const uint32_t w[8], uint32_t, uint32_t out[8])
     {
 #pragma unroll
@@ -162,10 +179,13 @@ struct DeqFP8 {
     static constexpr int kScaleK = VG_FP8_BLOCK;
     static __device__ __forceinline__ uint32_t prescale(const KWeight &, int, int, int) { return 0; }
     /* A warp's 16 rows lie in one 128-row scale block: one scale per step. */
-    static __device__ __forceinline__ void load_step(const KWeight &w, int g, int n0, int, int k0, int,
-                                                     StepScales &s)
+    static __device__ __forceinline__ void load_step(const KWeight &w, int g, int n0, int, int k0, int, StepRaw &r)
     {
-        s.post[0] = s.post[1] = postscale(w, g, n0, k0 / VG_FP8_BLOCK);
+        r.w[0][0] = __float_as_uint(block_scale(w, g, n0, k0 / VG_FP8_BLOCK));
+    }
+    static __device__ __forceinline__ void ready_step(const StepRaw &r, int, int, StepScales &s)
+    {
+        s.post[0] = s.post[1] = __uint_as_float(r.w[0][0]) * VG_F8_POST;
     }
     static __device__ __forceinline__ void decode16(const uint8_t *p, uint32_t s, uint32_t out[8])
     {
@@ -186,10 +206,14 @@ struct DeqFP8 {
 #endif
         }
     }
-    static __device__ __forceinline__ float postscale(const KWeight &w, int g, int n, int kb)
+    static __device__ __forceinline__ float block_scale(const KWeight &w, int g, int n, int kb)
     {
         const float *s = reinterpret_cast<const float *>(w.scale + (size_t)g * w.scale_group_bytes);
-        return __ldg(s + (size_t)(n / VG_FP8_BLOCK) * w.scale_cols + kb) * VG_F8_POST;
+        return __ldg(s + (size_t)(n / VG_FP8_BLOCK) * w.scale_cols + kb);
+    }
+    static __device__ __forceinline__ float postscale(const KWeight &w, int g, int n, int kb)
+    {
+        return block_scale(w, g, n, kb) * VG_F8_POST;
     }
     static __device__ __forceinline__ float epilogue(const KWeight &) { return 1.0f; }
 };
@@ -332,18 +356,25 @@ struct DeqNVFP4 {
     }
     /* Half h of the step holds the 16-groups k0/16 + 4h + q. */
     static __device__ __forceinline__ void load_step(const KWeight &w, int g, int n0, int n1, int k0, int q,
-                                                     StepScales &s)
+                                                     StepRaw &r)
     {
         const uint8_t *base = w.scale + (size_t)g * w.scale_group_bytes;
         const int last = w.scale_cols - 1;
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const uint8_t *row = base + (size_t)(r ? n1 : n0) * w.scale_cols;
+        for (int i = 0; i < 2; i++) {
+            const uint8_t *row = base + (size_t)(i ? n1 : n0) * w.scale_cols;
 #pragma unroll
             for (int h = 0; h < 2; h++)
-                s.pre[r][h] = scale_code<e2m1_decode_exp<kPairs>()>(
-                    __ldg(row + min(k0 / VG_NVFP4_GROUP + 4 * h + q, last)));
+                r.w[i][h] = __ldg(row + min(k0 / VG_NVFP4_GROUP + 4 * h + q, last));
         }
+    }
+    static __device__ __forceinline__ void ready_step(const StepRaw &r, int, int, StepScales &s)
+    {
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                s.pre[i][h] = scale_code<e2m1_decode_exp<kPairs>()>(r.w[i][h]);
     }
     static __device__ __forceinline__ void decode16(const uint8_t *p, uint32_t s, uint32_t out[8])
     {
@@ -366,18 +397,26 @@ struct DeqNVFP4 {
  * issues two loads and two decodes per row.  A separate type, picked by
  * the launcher, as DeqMXFP4Words. */
 struct DeqNVFP4Words : DeqNVFP4 {
-    static __device__ __forceinline__ void load_step(const KWeight &w, int g, int n0, int n1, int k0, int q,
-                                                     StepScales &s)
+    static __device__ __forceinline__ void load_step(const KWeight &w, int g, int n0, int n1, int k0, int,
+                                                     StepRaw &r)
     {
         const uint8_t *base = w.scale + (size_t)g * w.scale_group_bytes + k0 / VG_NVFP4_GROUP;
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const uint2 v = __ldg(reinterpret_cast<const uint2 *>(base + (size_t)(r ? n1 : n0) * w.scale_cols));
+        for (int i = 0; i < 2; i++) {
+            const uint2 v = __ldg(reinterpret_cast<const uint2 *>(base + (size_t)(i ? n1 : n0) * w.scale_cols));
+            r.w[i][0] = v.x, r.w[i][1] = v.y;
+        }
+    }
+    static __device__ __forceinline__ void ready_step(const StepRaw &r, int q0, int q1, StepScales &s)
+    {
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            const int q = i ? q1 : q0;
             /* codes q and 4 + q in the high bytes of the two 16-bit lanes */
             const uint32_t both = scale_high_bytes<e2m1_decode_exp<kPairs>()>(
-                __byte_perm(v.x, v.y, (uint32_t)((4 + q) << 12 | q << 4)));
-            s.pre[r][0] = __byte_perm(both, 0u, 0x1010u);
-            s.pre[r][1] = __byte_perm(both, 0u, 0x3232u);
+                __byte_perm(r.w[i][0], r.w[i][1], (uint32_t)((4 + q) << 12 | q << 4)));
+            s.pre[i][0] = __byte_perm(both, 0u, 0x1010u);
+            s.pre[i][1] = __byte_perm(both, 0u, 0x3232u);
         }
     }
 };
@@ -441,21 +480,26 @@ struct DeqMXFP4 {
     }
     /* The step is one 128 block: its four exponents, a byte each (groups
      * past the row read 0).  DeqMXFP4Words reads them as one word. */
-    static __device__ __forceinline__ void load_step(const KWeight &w, int g, int n0, int n1, int k0, int q,
-                                                     StepScales &s)
+    static __device__ __forceinline__ void load_step(const KWeight &w, int g, int n0, int n1, int k0, int,
+                                                     StepRaw &r)
     {
         const uint8_t *base = w.scale + (size_t)g * w.scale_group_bytes;
         const int c0 = k0 / VG_MXFP4_GROUP;
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const uint8_t *row = base + (size_t)(r ? n1 : n0) * w.scale_cols;
+        for (int i = 0; i < 2; i++) {
+            const uint8_t *row = base + (size_t)(i ? n1 : n0) * w.scale_cols;
             uint32_t ew = 0;
 #pragma unroll
-            for (int i = 0; i < 4; i++)
-                if (c0 + i < w.scale_cols)
-                    ew |= (uint32_t)__ldg(row + c0 + i) << (8 * i);
-            step_scales(ew, q, r, s);
+            for (int b = 0; b < 4; b++)
+                if (c0 + b < w.scale_cols)
+                    ew |= (uint32_t)__ldg(row + c0 + b) << (8 * b);
+            r.w[i][0] = ew;
         }
+    }
+    static __device__ __forceinline__ void ready_step(const StepRaw &r, int q0, int q1, StepScales &s)
+    {
+        step_scales(r.w[0][0], q0, 0, s);
+        step_scales(r.w[1][0], q1, 1, s);
     }
     static __device__ __forceinline__ void decode16(const uint8_t *p, uint32_t s, uint32_t out[8])
     {
@@ -478,15 +522,14 @@ struct DeqMXFP4 {
  * load_step: the launcher picks it (gemm.cu), and mxfp4 wo_a took 14.2 us
  * with the branch, 12.6 without (four byte loads: 15.4). */
 struct DeqMXFP4Words : DeqMXFP4 {
-    static __device__ __forceinline__ void load_step(const KWeight &w, int g, int n0, int n1, int k0, int q,
-                                                     StepScales &s)
+    static __device__ __forceinline__ void load_step(const KWeight &w, int g, int n0, int n1, int k0, int,
+                                                     StepRaw &r)
     {
         const uint8_t *base = w.scale + (size_t)g * w.scale_group_bytes;
         const int c0 = k0 / VG_MXFP4_GROUP;
 #pragma unroll
-        for (int r = 0; r < 2; r++)
-            step_scales(__ldg(reinterpret_cast<const uint32_t *>(base + (size_t)(r ? n1 : n0) * w.scale_cols + c0)),
-                        q, r, s);
+        for (int i = 0; i < 2; i++)
+            r.w[i][0] = __ldg(reinterpret_cast<const uint32_t *>(base + (size_t)(i ? n1 : n0) * w.scale_cols + c0));
     }
 };
 
@@ -510,19 +553,38 @@ struct DeqAWQ {
     static constexpr bool kPostScale = true;
     static constexpr bool kPostPerBlock = false;
     static constexpr int kScaleK = VG_AWQ_GROUP;
-    static __device__ __forceinline__ uint32_t prescale(const KWeight &w, int g, int n, int k)
+    /* The FP16 zero and scale of row n's K group kb, as loaded. */
+    static __device__ __forceinline__ uint32_t zero_bits(const KWeight &w, int g, int n, int kb)
     {
         const uint16_t *z = reinterpret_cast<const uint16_t *>(w.zero + (size_t)g * w.zero_group_bytes);
-        return (uint32_t)__ldg(z + (size_t)n * w.scale_cols + k / VG_AWQ_GROUP) * 0x10001u;
+        return __ldg(z + (size_t)n * w.scale_cols + kb);
+    }
+    static __device__ __forceinline__ uint32_t scale_bits(const KWeight &w, int g, int n, int kb)
+    {
+        const uint16_t *s = reinterpret_cast<const uint16_t *>(w.scale + (size_t)g * w.scale_group_bytes);
+        return __ldg(s + (size_t)n * w.scale_cols + kb);
+    }
+    static __device__ __forceinline__ uint32_t prescale(const KWeight &w, int g, int n, int k)
+    {
+        return zero_bits(w, g, n, k / VG_AWQ_GROUP) * 0x10001u;
     }
     /* The step is one 128 group: one scale and zero per row. */
     static __device__ __forceinline__ void load_step(const KWeight &w, int g, int n0, int n1, int k0, int,
-                                                     StepScales &s)
+                                                     StepRaw &r)
     {
-        s.pre[0][0] = s.pre[0][1] = prescale(w, g, n0, k0);
-        s.pre[1][0] = s.pre[1][1] = prescale(w, g, n1, k0);
-        s.post[0] = postscale(w, g, n0, k0 / VG_AWQ_GROUP);
-        s.post[1] = postscale(w, g, n1, k0 / VG_AWQ_GROUP);
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            r.w[i][0] = zero_bits(w, g, i ? n1 : n0, k0 / VG_AWQ_GROUP);
+            r.w[i][1] = scale_bits(w, g, i ? n1 : n0, k0 / VG_AWQ_GROUP);
+        }
+    }
+    static __device__ __forceinline__ void ready_step(const StepRaw &r, int, int, StepScales &s)
+    {
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            s.pre[i][0] = s.pre[i][1] = r.w[i][0] * 0x10001u;
+            s.post[i] = __half2float(__ushort_as_half((unsigned short)r.w[i][1]));
+        }
     }
     static __device__ __forceinline__ void decode16(const uint8_t *p, uint32_t zz, uint32_t out[8])
     {
@@ -550,8 +612,7 @@ struct DeqAWQ {
     }
     static __device__ __forceinline__ float postscale(const KWeight &w, int g, int n, int kb)
     {
-        const uint16_t *s = reinterpret_cast<const uint16_t *>(w.scale + (size_t)g * w.scale_group_bytes);
-        return __half2float(__ushort_as_half(__ldg(s + (size_t)n * w.scale_cols + kb)));
+        return __half2float(__ushort_as_half((unsigned short)scale_bits(w, g, n, kb)));
     }
     static __device__ __forceinline__ float epilogue(const KWeight &) { return 1.0f; }
 };
