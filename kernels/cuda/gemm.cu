@@ -33,6 +33,11 @@
 __global__ void vg_splitk_reduce_kernel(const float *ws, void *y, int y_f16, size_t count,
                                         int splits)
 {
+    /* Launched with PDL after a decode kernel (launch below): its blocks
+     * start while the partials are still being written and wait here; the
+     * next layer's decode kernel may start its weight loads meanwhile. */
+    grid_dep_launch();
+    grid_dep_wait();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < count;
          i += (size_t)gridDim.x * blockDim.x) {
         float v = 0.0f;
@@ -45,8 +50,9 @@ __global__ void vg_splitk_reduce_kernel(const float *ws, void *y, int y_f16, siz
     }
 }
 
-/* Programmatic dependent launch for the decode kernels on SM90+
- * (kernel_common.cuh, grid_dep_wait; plan_kernels.cuh launch_decode): a
+/* Programmatic dependent launch for the decode kernels and the split-K
+ * reduction on SM90+ (kernel_common.cuh, grid_dep_wait; plan_kernels.cuh
+ * pdl_launch_config): a
  * decode GEMM is short (a few us) and each launch pays a fixed ramp-up and
  * tail; with the attribute the next launch's blocks start while this one
  * drains and load their first weights before they wait for it.
@@ -275,8 +281,14 @@ vg_status launch(const CudaPlan *cp, const vg_gemm_args *a, const KWeight &kw, c
         int blocks = ceil_div((long)count, 256);
         if (blocks > 4096)
             blocks = 4096;
-        vg_splitk_reduce_kernel<<<blocks, 256, 0, s>>>(kp.ws, y, kp.y_f16, count, splits);
-        e = cudaGetLastError();
+        /* With PDL where the decode kernels have it (KERNELS.md D40):
+         * without it, a split decode plan's reduction started only once the
+         * GEMM kernel had drained, and the next GEMM's kernel only once the
+         * reduction had.  After a tiled kernel (no trigger) it starts when
+         * that one ends, as a plain launch does. */
+        cudaLaunchAttribute attr;
+        const cudaLaunchConfig_t cfg = pdl_launch_config(dim3((unsigned)blocks), dim3(256), 0, s, &attr);
+        e = cudaLaunchKernelEx(&cfg, vg_splitk_reduce_kernel, (const float *)kp.ws, y, kp.y_f16, count, splits);
         if (e != cudaSuccess)
             return cuda_fail(e, "split-K reduction");
     }

@@ -56,8 +56,25 @@ cudaError_t launch_one(const KParams &p, dim3 grid, cudaStream_t s)
     return cudaGetLastError();
 }
 
-/* The register-streaming decode kernel (decode_kernel.cuh), with PDL where
- * vg_cuda_pdl_enabled() says so (KERNELS.md D2). */
+/* A launch with programmatic dependent launch where vg_cuda_pdl_enabled()
+ * says so (KERNELS.md D2, D40); attr is the configuration's one attribute
+ * and must outlive the launch. */
+static inline cudaLaunchConfig_t pdl_launch_config(dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+                                                   cudaLaunchAttribute *attr)
+{
+    attr->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr->val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cfg.attrs = attr;
+    cfg.numAttrs = vg_cuda_pdl_enabled() ? 1 : 0;
+    return cfg;
+}
+
+/* The register-streaming decode kernel (decode_kernel.cuh), with PDL. */
 template <class Deq, int NI, int WK, int MT, int U, int WN>
 cudaError_t launch_decode(const KParams &p, dim3 grid, cudaStream_t s)
 {
@@ -69,16 +86,8 @@ cudaError_t launch_decode(const KParams &p, dim3 grid, cudaStream_t s)
         if (e != cudaSuccess)
             return e;
     }
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(C::kThreads);
-    cfg.dynamicSmemBytes = C::kSmem;
-    cfg.stream = s;
-    cfg.attrs = attr;
-    cfg.numAttrs = vg_cuda_pdl_enabled() ? 1 : 0;
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = pdl_launch_config(grid, dim3(C::kThreads), C::kSmem, s, &attr);
     return cudaLaunchKernelEx(&cfg, kern, p);
 }
 
