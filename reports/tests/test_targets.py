@@ -265,6 +265,29 @@ class NewKinds(TargetCase):
         # the families and tune settings the run lacks get lines of their own
         self.assertEqual(lines["family=awq tune=on"]["status"], "not measured")
 
+    def test_quantized_32_64_at_least_cublas(self):
+        """The restated mid target: the tuned rows at M = 32 and 64 against
+        cuBLAS BF16 of the same shape and M; other M and the forced or
+        kind rows are not its."""
+        ts = [t for t in targets.load_targets() if t["id"] == "crossover-quantized-32-64-at-least-cublas"]
+        self.assertEqual((len(ts), ts[0]["min"]), (1, 1.0))
+        bench = {("cuda", "n4096k4096/peer-cublas-bf16/m32"): row(kind="peer", tokens=32, median_us=14.8),
+                 ("cuda", "n4096k4096/peer-cublas-bf16/m64"): row(kind="peer", tokens=64, median_us=15.1),
+                 ("cuda", "n4096k4096/peer-cublas-bf16/m128"): row(kind="peer", tokens=128, median_us=15.2),
+                 ("cuda", "n4096k4096/dense/fp8/m32/tune=on"): row(tokens=32, median_us=11.1),    # 1.333x
+                 ("cuda", "n4096k4096/dense/fp8/m64/tune=on"): row(tokens=64, median_us=13.9),    # 1.086x
+                 ("cuda", "n4096k4096/dense/fp8/m128/tune=on"): row(tokens=128, median_us=24.8),  # not covered
+                 ("cuda", "n4096k4096/dense/fp8/m64/kind=tiled"): row(tokens=64, median_us=99.0), # not covered
+                 ("cuda", "n4096k4096/dense/nvfp4/m32/tune=on"): row(tokens=32, median_us=11.5),
+                 ("cuda", "n4096k4096/dense/nvfp4/m64/tune=on"): row(tokens=64, median_us=16.0)}  # 0.944x
+        lines = {ln["group"]: ln for ln in targets.evaluate(ts, bench)}
+        fp8, nv = lines["family=fp8 shape=n4096k4096"], lines["family=nvfp4 shape=n4096k4096"]
+        self.assertAlmostEqual(fp8["worst"], 15.1 / 13.9)
+        self.assertEqual((fp8["rows"], fp8["met"], fp8["status"]), (2, 2, "met"))
+        self.assertAlmostEqual(nv["worst"], 15.1 / 16.0)
+        self.assertEqual((nv["rows"], nv["met"], nv["status"]), (2, 1, "not met"))
+        self.assertEqual(lines["family=awq shape=n4096k14336"]["status"], "not measured")
+
 
 class FromBenchFiles(TargetCase):
     def run_main(self, argv):
