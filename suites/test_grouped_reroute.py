@@ -10,24 +10,12 @@ both paths the runtime may take."""
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import unittest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-TOOL = os.environ.get("VG_TOOL") or os.path.join(ROOT, "build", "bin", "voltgate")
-
-
-def bench(*args):
-    with tempfile.TemporaryDirectory(prefix="vg-bench-moe-") as tmp:
-        path = os.path.join(tmp, "bench.json")
-        proc = subprocess.run([TOOL, "bench", "--backend", "cpu", "--quick", "--samples", "3",
-                               "--shape", "wo_a", "--json", path, *args],
-                              capture_output=True, text=True, timeout=300, cwd=ROOT)
-        rows = []
-        if proc.returncode == 0:
-            with open(path) as f:
-                rows = [r for r in json.load(f)["rows"] if r["kind"] == "kernel"]
-        return proc, {r["name"]: r for r in rows}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cpu_bench import ROOT, TOOL, bench  # noqa: E402
 
 
 class GroupedShapePaths(unittest.TestCase):

@@ -28,6 +28,7 @@ typedef struct opts {
     unsigned shapes;
     int tokens[MAX_LIST], ntokens;
     int loop, grouped, moe;   /* paths of the grouped shape */
+    int route_even, route_skewed; /* --routing: the moe path's rows per group */
     int tunes[2], ntunes;
     vg_family family;
     const char *json;

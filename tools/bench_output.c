@@ -35,6 +35,8 @@ void print_tables(const bench *b, const char *shape, int G, int N, int K)
            "bw_frac");
     if (o->moe)
         printf(" %10s", "moe_us");
+    if (o->route_skewed)
+        printf(" %10s", "skewed_us");
     if (o->cuda)
         printf(" %9s", "ceil_frac");
     printf(" %11s", "max_relrms");
@@ -54,6 +56,9 @@ void print_tables(const bench *b, const char *shape, int G, int N, int K)
             snprintf(key, sizeof key, "%s/moe/%s/t%d/tune=%s", shape, vg_family_name(o->family), t,
                      tn);
             const result *mo = find_result(b, key);
+            snprintf(key, sizeof key, "%s/moe-skewed/%s/t%d/tune=%s", shape, vg_family_name(o->family),
+                     t, tn);
+            const result *sk = find_result(b, key);
             snprintf(key, sizeof key, "%s/peer-cublas-bmm-bf16/t%d", shape, t);
             const result *pb = find_result(b, key);
             snprintf(key, sizeof key, "%s/peer-cublas-loop-bf16/t%d", shape, t);
@@ -65,11 +70,15 @@ void print_tables(const bench *b, const char *shape, int G, int N, int K)
                 rel = g->rel_rms;
             if (mo && isfinite(mo->rel_rms) && mo->rel_rms > rel)
                 rel = mo->rel_rms;
+            if (sk && isfinite(sk->rel_rms) && sk->rel_rms > rel)
+                rel = sk->rel_rms;
             printf("%-5s %6d %10.2f %11.2f %7.2f %8.3f", tn, t, l ? l->median_us : NAN,
                    g ? g->median_us : NAN, l && g ? l->median_us / g->median_us : NAN,
                    g ? g->bw_frac : NAN);
             if (o->moe)
                 printf(" %10.2f", mo ? mo->median_us : NAN);
+            if (o->route_skewed)
+                printf(" %10.2f", sk ? sk->median_us : NAN);
             if (o->cuda)
                 printf(" %9.3f", g ? g->ceil_frac : NAN);
             printf(" %11.2e", rel);
@@ -78,6 +87,8 @@ void print_tables(const bench *b, const char *shape, int G, int N, int K)
             printf("  %s (%s)", g ? g->plan : "-", g ? g->decision : "-");
             if (o->moe)
                 printf("  moe: %s (%s)", mo ? mo->plan : "-", mo ? mo->decision : "-");
+            if (o->route_skewed)
+                printf("  skewed: %s (%s)", sk ? sk->plan : "-", sk ? sk->decision : "-");
             printf("\n");
         }
 }

@@ -68,18 +68,52 @@ static void xset_free(xset *x)
     memset(x, 0, sizeof *x);
 }
 
-/* The first t of every T rows of each group, for x16, x32 and ref. */
-static void slice(const xset *full, int G, int T, int t, int N, uint16_t *x16, float *x32,
-                  double *ref)
+/* The first counts[g] of group g's T rows, group after group, for x16, x32
+ * (unless NULL) and ref; off[0..G] their offsets. */
+static void slice(const xset *full, int G, int T, const int *counts, int N, uint16_t *x16,
+                  float *x32, double *ref, int32_t *off)
 {
     const int K = full->K;
-    for (int g = 0; g < G; g++)
-        for (int j = 0; j < t; j++) {
-            size_t src = (size_t)g * T + j, dst = (size_t)g * t + j;
+    off[0] = 0;
+    for (int g = 0; g < G; g++) {
+        for (int j = 0; j < counts[g]; j++) {
+            size_t src = (size_t)g * T + j, dst = (size_t)off[g] + j;
             memcpy(x16 + dst * K, full->x16 + src * K, (size_t)K * 2);
-            memcpy(x32 + dst * K, full->x32 + src * K, (size_t)K * 4);
+            if (x32)
+                memcpy(x32 + dst * K, full->x32 + src * K, (size_t)K * 4);
             memcpy(ref + dst * N, full->ref + src * N, (size_t)N * sizeof(double));
         }
+        off[g + 1] = off[g] + counts[g];
+    }
+}
+
+/* --routing skewed: G x t rows spread over the groups as 1/(g+1), a router's
+ * load falling off over its experts as Zipf's law does, in whole rows by
+ * largest remainder (ties to the lower group); a group may get none.
+ * Returns the largest count. */
+static int skewed_counts(int G, int t, int *counts)
+{
+    double sum = 0, frac[64];
+    for (int g = 0; g < G; g++)
+        sum += 1.0 / (g + 1);
+    int left = G * t, most = 0;
+    for (int g = 0; g < G; g++) {
+        const double share = G * t / ((g + 1) * sum);
+        counts[g] = (int)share;
+        frac[g] = share - counts[g];
+        left -= counts[g];
+    }
+    for (; left > 0; left--) {
+        int best = 0;
+        for (int g = 1; g < G; g++)
+            if (frac[g] > frac[best])
+                best = g;
+        counts[best]++;
+        frac[best] = -1.0;
+    }
+    for (int g = 0; g < G; g++)
+        most = counts[g] > most ? counts[g] : most;
+    return most;
 }
 
 static int max_tokens(const opts *o, int cap)
@@ -161,15 +195,52 @@ static int path_on(const opts *o, int i)
     return i == 0 ? o->loop : i == 1 ? o->grouped : o->moe;
 }
 
+/* The moe rows of --routing skewed at t tokens per group on average: each
+ * tune setting once, named .../moe-skewed/..., the JSON row carrying the
+ * rows of each group (group_rows).  X and the reference are sliced from
+ * full (T rows per group) into x16 and ref. */
+static void skewed_rows(bench *b, const char *shape, const wset *w, const xset *full, int T,
+                        int t, uint16_t *x16, double *ref)
+{
+    const opts *o = &b->o;
+    int counts[64];
+    int32_t off[65];
+    if (!x16 || !ref)
+        return;
+    skewed_counts(w->G, t, counts);
+    slice(full, w->G, T, counts, w->N, x16, NULL, ref, off);
+    for (int ui = 0; ui < o->ntunes; ui++) {
+        char name[192];
+        snprintf(name, sizeof name, "%s/moe-skewed/%s/t%d/tune=%s", shape, vg_family_name(o->family),
+                 t, o->tunes[ui] ? "on" : "off");
+        if (!in_shard(b))
+            continue;
+        const int before = cJSON_GetArraySize(b->rows);
+        run_kernel_row(b, name, w, o->family, VG_PATH_MOE, t, w->G * t, off, x16, ref,
+                       o->tunes[ui], NULL);
+        if (cJSON_GetArraySize(b->rows) > before) {
+            cJSON *row = cJSON_GetArrayItem(b->rows, before);
+            cJSON_AddStringToObject(row, "routing", "skewed");
+            cJSON_AddItemToObject(row, "group_rows", cJSON_CreateIntArray(counts, w->G));
+        }
+    }
+}
+
 /* The grouped shape (wo_a on CUDA, g4n256k512 on the CPU; shape is the
  * rows' name prefix): G groups of N x K, every tokens value, the paths and
  * tune settings (or the plans --plan forces). */
 void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int K)
 {
     const opts *o = &b->o;
-    const int T = max_tokens(o, 1 << 20);
-    if (T <= 0)
+    int T = max_tokens(o, 1 << 20);
+    if (T <= 0 || G > 64)
         return;
+    /* Rows per group X is made for: the most tokens a row gives one group. */
+    int counts[64];
+    for (int ti = 0; ti < o->ntokens && o->route_skewed; ti++) {
+        const int most = skewed_counts(G, o->tokens[ti], counts);
+        T = most > T ? most : T;
+    }
     wset w;
     xset full;
     if (wset_make(b, &w, o->family, G, N, K, 1) || xset_make(&full, &w, T, 2, 0)) {
@@ -179,6 +250,13 @@ void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int 
     uint16_t *x16 = malloc((size_t)G * T * K * 2);
     float *x32 = malloc((size_t)G * T * K * 4);
     double *ref = malloc((size_t)G * T * N * sizeof(double));
+    /* the skewed rows' X and reference, apart: the peers read the even ones */
+    uint16_t *xs16 = o->route_skewed ? malloc((size_t)G * T * K * 2) : NULL;
+    double *refs = o->route_skewed ? malloc((size_t)G * T * N * sizeof(double)) : NULL;
+    if (o->route_skewed && (!xs16 || !refs)) {
+        fprintf(stderr, "voltgate bench: %s: out of memory for the skewed rows\n", shape);
+        b->failed = 1;
+    }
     peer_w pw_bf16 = {{0}, 0}, pw_fp16 = {{0}, 0};
     int peers = o->cuda && o->peers && h;
     if (peers && (peer_w_make(b, &pw_bf16, &w, 1) || peer_w_make(b, &pw_fp16, &w, 0))) {
@@ -187,10 +265,10 @@ void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int 
     }
     for (int ti = 0; ti < o->ntokens && x16 && x32 && ref; ti++) {
         const int t = o->tokens[ti];
-        slice(&full, G, T, t, N, x16, x32, ref);
         int32_t off[65];
-        for (int g = 0; g <= G; g++)
-            off[g] = g * t;
+        for (int g = 0; g < G; g++)
+            counts[g] = t;
+        slice(&full, G, T, counts, N, x16, x32, ref, off);
         char name[192];
         for (int p = 0; p < 3 && o->plans; p++) {
             if (!path_on(o, p))
@@ -207,7 +285,7 @@ void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int 
         }
         for (int ui = 0; ui < o->ntunes && !o->plans; ui++)
             for (int p = 0; p < 3; p++) {
-                if (!path_on(o, p))
+                if (!path_on(o, p) || (kGroupedShapePaths[p] == VG_PATH_MOE && !o->route_even))
                     continue;
                 snprintf(name, sizeof name, "%s/%s/%s/t%d/tune=%s", shape,
                          vg_path_name(kGroupedShapePaths[p]), vg_family_name(o->family), t,
@@ -216,6 +294,8 @@ void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int 
                     run_kernel_row(b, name, &w, o->family, kGroupedShapePaths[p], t, G * t, off,
                                    x16, ref, o->tunes[ui], NULL);
             }
+        if (o->route_skewed && !o->plans)
+            skewed_rows(b, shape, &w, &full, T, t, xs16, refs);
         if (!peers)
             continue;
         snprintf(name, sizeof name, "%s/peer-cublas-bmm-bf16/t%d", shape, t);
@@ -235,6 +315,8 @@ void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int 
     free(x16);
     free(x32);
     free(ref);
+    free(xs16);
+    free(refs);
     xset_free(&full);
     wset_free(b, &w);
 }

@@ -137,6 +137,14 @@ static void usage(FILE *f)
             "                         loop,grouped).  moe takes the same offsets (t tokens\n"
             "                         per group) through the moe path; above 16 tokens\n"
             "                         per group the grouped path runs as moe too\n"
+            "  --routing LIST         even, skewed: the moe path's tokens per group (default\n"
+            "                         even: t in every group).  skewed: the same G x t\n"
+            "                         tokens spread as 1/(g+1) over the groups, as a\n"
+            "                         router's load falls off over its experts (wo_a's\n"
+            "                         8 groups: about 2.9t in the first, 0.4t in the\n"
+            "                         last), rows .../moe-skewed/..., each group's rows\n"
+            "                         in the JSON's group_rows; tune rows only (not with\n"
+            "                         --plan), beside the even moe rows when both are named\n"
             "  --tune LIST            off,on: fp8_tune_small_shapes (default off,on)\n"
             "  --family NAME          fp8 (default), fp16, awq, mxfp4, nvfp4\n"
             "  --samples N            timed samples per row (default 50 cuda, 30 cpu)\n"
@@ -168,6 +176,7 @@ static int parse_args(int argc, char **argv, opts *o)
     memcpy(o->tokens, def_tokens, sizeof def_tokens);
     o->ntokens = 6;
     o->loop = o->grouped = 1;
+    o->route_even = 1;
     o->tunes[0] = 0;
     o->tunes[1] = 1;
     o->ntunes = 2;
@@ -240,6 +249,24 @@ static int parse_args(int argc, char **argv, opts *o)
                     fprintf(stderr, "voltgate bench: unknown path '%s' (loop, grouped, moe)\n", s);
                     return -1;
                 }
+        } else if (!strcmp(a, "--routing")) {
+            NEED();
+            o->route_even = o->route_skewed = 0;
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s", v);
+            for (char *s = strtok(buf, ","); s; s = strtok(NULL, ","))
+                if (!strcmp(s, "even"))
+                    o->route_even = 1;
+                else if (!strcmp(s, "skewed"))
+                    o->route_skewed = 1;
+                else {
+                    fprintf(stderr, "voltgate bench: --routing takes even and/or skewed, not '%s'\n", s);
+                    return -1;
+                }
+            if (!o->route_even && !o->route_skewed) {
+                fprintf(stderr, "voltgate bench: --routing names no routing (even, skewed)\n");
+                return -1;
+            }
         } else if (!strcmp(a, "--tune")) {
             NEED();
             o->ntunes = 0;
@@ -340,6 +367,15 @@ static int parse_args(int argc, char **argv, opts *o)
     }
     if (!o->loop && !o->grouped && !o->moe) {
         fprintf(stderr, "voltgate bench: --paths names no path (loop, grouped, moe)\n");
+        return -1;
+    }
+    if (o->route_skewed && !o->moe) {
+        fprintf(stderr, "voltgate bench: --routing skewed times the moe path: add moe to --paths\n");
+        return -1;
+    }
+    if (o->route_skewed && o->plans) {
+        fprintf(stderr, "voltgate bench: --routing skewed makes tune rows, --plan forced ones: "
+                        "give one of them\n");
         return -1;
     }
     return 0;
