@@ -105,15 +105,16 @@ assert len(r["bench"]) == 2, r["bench"]
 assert any("a row failed" in m for m in r["missing"]), r["missing"]
 EOF
 
-# With a CUDA device: every family's CUDA bench runs the grouped, dense and
-# crossover shapes (issue 31's targets come from the crossover rows).
+# With a CUDA device: every family's CUDA bench runs the grouped (its three
+# paths, moe with even and skewed routing), dense and crossover shapes
+# (issue 31's targets come from the crossover rows).
 export FAKE_ARGS_LOG="$tmp/cuda-bench-args"
 run cuda
 unset FAKE_ARGS_LOG
 [ "$rc" = 0 ] || { fail "cuda run: exit $rc"; tail -20 "$tmp/out"; }
 [ "$(grep -c -- '--backend cuda' "$tmp/cuda-bench-args")" = 5 ] || fail "cuda run: want 5 CUDA bench calls"
 for fam in fp8 fp16 awq mxfp4 nvfp4; do
-    grep -q -- "--backend cuda --family $fam --shape wo_a,dense,crossover --tokens 1,2,4,6,8,16,32,64 " "$tmp/cuda-bench-args" ||
+    grep -q -- "--backend cuda --family $fam --shape wo_a,dense,crossover --tokens 1,2,4,6,8,16,32,64 --paths loop,grouped,moe --routing even,skewed " "$tmp/cuda-bench-args" ||
         fail "cuda run: no crossover bench for $fam: $(cat "$tmp/cuda-bench-args")"
 done
 
