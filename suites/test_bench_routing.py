@@ -52,6 +52,19 @@ class SkewedRouting(unittest.TestCase):
                                         "g4n256k512/moe-skewed/fp8/t4/tune=on"])
 
 
+class EvenRowsUnchanged(unittest.TestCase):
+    def test_the_even_rows_see_the_same_inputs_with_skewed_rows_beside_them(self):
+        """The skewed rows' X is a set of its own: asking for them leaves the
+        other rows' inputs, hence their outputs' error, as they were."""
+        args = ("--tokens", "1,4", "--tune", "off")
+        plain, rows = bench(*args)
+        both, rows_both = bench(*args, "--paths", "loop,grouped,moe", "--routing", "even,skewed")
+        self.assertEqual((plain.returncode, both.returncode), (0, 0), plain.stderr + both.stderr)
+        for name, row in rows.items():
+            with self.subTest(row=name):
+                self.assertEqual(rows_both[name]["max_rel_rms"], row["max_rel_rms"])
+
+
 class UsageErrors(unittest.TestCase):
     def test_each_names_the_problem(self):
         for args, message in (

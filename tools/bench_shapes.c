@@ -198,7 +198,8 @@ static int path_on(const opts *o, int i)
 /* The moe rows of --routing skewed at t tokens per group on average: each
  * tune setting once, named .../moe-skewed/..., the JSON row carrying the
  * rows of each group (group_rows).  X and the reference are sliced from
- * full (T rows per group) into x16 and ref. */
+ * full (T rows per group) into x16 and ref (NULL: out of memory, already
+ * reported). */
 static void skewed_rows(bench *b, const char *shape, const wset *w, const xset *full, int T,
                         int t, uint16_t *x16, double *ref)
 {
@@ -232,28 +233,36 @@ static void skewed_rows(bench *b, const char *shape, const wset *w, const xset *
 void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int K)
 {
     const opts *o = &b->o;
-    int T = max_tokens(o, 1 << 20);
-    if (T <= 0 || G > 64)
+    const int T = max_tokens(o, 1 << 20);
+    if (T <= 0)
         return;
-    /* Rows per group X is made for: the most tokens a row gives one group. */
-    int counts[64];
+    if (G > 64) {
+        fprintf(stderr, "voltgate bench: %s: %d groups, at most 64\n", shape, G);
+        b->failed = 1;
+        return;
+    }
+    /* The skewed rows' X (Ts rows per group: the most any of their rows
+     * gives one group) is a set of its own, so that the even rows' X is the
+     * same with --routing skewed as without. */
+    int counts[64], Ts = 0;
     for (int ti = 0; ti < o->ntokens && o->route_skewed; ti++) {
         const int most = skewed_counts(G, o->tokens[ti], counts);
-        T = most > T ? most : T;
+        Ts = most > Ts ? most : Ts;
     }
     wset w;
-    xset full;
-    if (wset_make(b, &w, o->family, G, N, K, 1) || xset_make(&full, &w, T, 2, 0)) {
+    xset full, fulls;
+    memset(&fulls, 0, sizeof fulls);
+    if (wset_make(b, &w, o->family, G, N, K, 1) || xset_make(&full, &w, T, 2, 0) ||
+        (Ts && xset_make(&fulls, &w, Ts, 3, 0))) {
         b->failed = 1;
         return;
     }
     uint16_t *x16 = malloc((size_t)G * T * K * 2);
     float *x32 = malloc((size_t)G * T * K * 4);
     double *ref = malloc((size_t)G * T * N * sizeof(double));
-    /* the skewed rows' X and reference, apart: the peers read the even ones */
-    uint16_t *xs16 = o->route_skewed ? malloc((size_t)G * T * K * 2) : NULL;
-    double *refs = o->route_skewed ? malloc((size_t)G * T * N * sizeof(double)) : NULL;
-    if (o->route_skewed && (!xs16 || !refs)) {
+    uint16_t *xs16 = Ts ? malloc((size_t)G * Ts * K * 2) : NULL;
+    double *refs = Ts ? malloc((size_t)G * Ts * N * sizeof(double)) : NULL;
+    if (Ts && (!xs16 || !refs)) {
         fprintf(stderr, "voltgate bench: %s: out of memory for the skewed rows\n", shape);
         b->failed = 1;
     }
@@ -295,7 +304,7 @@ void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int 
                                    x16, ref, o->tunes[ui], NULL);
             }
         if (o->route_skewed && !o->plans)
-            skewed_rows(b, shape, &w, &full, T, t, xs16, refs);
+            skewed_rows(b, shape, &w, &fulls, Ts, t, xs16, refs);
         if (!peers)
             continue;
         snprintf(name, sizeof name, "%s/peer-cublas-bmm-bf16/t%d", shape, t);
@@ -317,6 +326,7 @@ void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int 
     free(ref);
     free(xs16);
     free(refs);
+    xset_free(&fulls);
     xset_free(&full);
     wset_free(b, &w);
 }
