@@ -124,14 +124,23 @@ def _bench_cmd_for(row):
         return "{build}/bin/voltgate bench --dispatch --json {json}"
     if row["backend"] == "cpu":
         return None
-    prefix = row["name"].split("/", 1)[0]
+    segs = row["name"].split("/")
+    prefix = segs[0]
     shape = "wo_a" if prefix == "wo_a" else ("prefill" if prefix.startswith("prefill") else "dense")
     # Only the crossover writes the per-kind rows and the dense rows past
     # 16 rows (issue 31).
     if "/kind=" in row["name"] or (shape == "dense" and row.get("m", 0) > 16):
         shape = "crossover"
-    return f"{{build}}/bin/voltgate bench --backend {row['backend']} --family {row['family']} --shape {shape} " \
-           "--json {json}"
+    extra = ""
+    if shape == "wo_a":
+        # The row's own tokens and path: the bench's defaults hold neither
+        # the 32 and 64 tokens nor the moe paths that ci/regress asks for.
+        tokens = next((s[1:] for s in segs if re.fullmatch(r"t[0-9]+", s)), None)
+        extra += f" --tokens {tokens}" if tokens else ""
+        extra += {"loop": " --paths loop", "grouped": " --paths grouped", "moe": " --paths moe",
+                  "moe-skewed": " --paths moe --routing skewed"}.get(segs[1] if len(segs) > 1 else "", "")
+    return f"{{build}}/bin/voltgate bench --backend {row['backend']} --family {row['family']} --shape {shape}" \
+           f"{extra} --json {{json}}"
 
 
 # A CPU step needs no CUDA build (nvcc on the GEMM sources is minutes a step).

@@ -289,7 +289,12 @@ class Verdict(ReportCase):
         self.assertEqual(report._bench_cmd_for(row), "{build}/bin/voltgate bench --backend cuda --family awq "
                                                      "--shape dense --json {json}")
         row.update(name="wo_a/grouped/nvfp4/t6/tune=on", family="nvfp4")
-        self.assertIn("--family nvfp4 --shape wo_a ", report._bench_cmd_for(row))
+        self.assertIn("--family nvfp4 --shape wo_a --tokens 6 --paths grouped --json", report._bench_cmd_for(row))
+        # the grouped shape's rows that only ci/regress's own --tokens and --paths make
+        row.update(name="wo_a/moe-skewed/nvfp4/t64/tune=off")
+        self.assertIn("--shape wo_a --tokens 64 --paths moe --routing skewed --json", report._bench_cmd_for(row))
+        row.update(name="wo_a/peer-cublas-bmm-bf16/t32")
+        self.assertIn("--shape wo_a --tokens 32 --json", report._bench_cmd_for(row))
         row.update(name="prefill4096/dense/fp8/m4096/tune=on", family="fp8")
         self.assertIn("--shape prefill ", report._bench_cmd_for(row))
         self.assertIsNone(report._bench_cmd_for(dict(row, backend="cpu")))
