@@ -17,7 +17,10 @@ bounded.  For every GEMM kernel (vg_decode_kernel, vg_gemm_kernel) in a
     that the instruction stream allows;
   - for decode kernels, the bytes of W each SM keeps in flight (steps a warp
     loads ahead x bytes per step x warps per SM that the registers allow)
-    against what Little's law asks for (bandwidth per SM x DRAM latency).
+    against what Little's law asks for (bandwidth per SM x DRAM latency);
+  - per global load of the hot loop, the instructions the warp issues
+    before the first one that reads it (ld-use: the shortest): a short one
+    stalls the warp for the load's whole latency.
 
 It is an upper bound, not a prediction: latencies, bank conflicts, cache
 misses, tails and launch gaps are not in it.  Calibrate it where a GPU can
@@ -264,6 +267,64 @@ def hot_loop(instrs, labels):
     return (best[1], best[2]) if best else (None, None)
 
 
+# ---- load-use distance ----------------------------------------------------------
+#
+# A warp issues in order: the first instruction that reads a register a
+# global load writes waits for the load (hundreds of clocks from DRAM), and
+# the warp with it, unless other warps have work.  The throughput ceilings
+# above do not see that; this does: per global load of the hot loop, the
+# instructions issued before its first reader.
+
+# opcodes with no register destination: every register operand is read
+NO_DEST = ("ST", "STG", "STS", "STL", "RED", "BAR", "BRA", "BRX", "JMP", "EXIT", "RET", "CALL",
+           "WARPSYNC", "BSYNC", "BSSY", "DEPBAR", "MEMBAR", "NOP", "YIELD", "CCTL", "ERRBAR",
+           "KILL", "BPT", "SYNCS", "ARRIVES", "LDGDEPBAR")
+REG_RE = re.compile(r"(?<![A-Za-z0-9_])R(\d+)(?![0-9])")
+
+
+def _regs(text):
+    return {int(m.group(1)) for m in REG_RE.finditer(text)}
+
+
+def _split_dest(ins):
+    """(registers written, registers read) of an instruction, from its
+    operands: the first operand is the destination unless the opcode has
+    none.  A load's destination spans its width (.64: 2, .128: 4)."""
+    base = ins.opcode.split(".")[0]
+    ops = ins.operands.split(",", 1)
+    if base in NO_DEST or not ops[0].strip().startswith("R"):
+        return set(), _regs(ins.operands)
+    dest = _regs(ops[0])
+    if base in ("LDG", "LD", "LDS", "LDL") and dest:
+        width = 4 if ".128" in ins.opcode else 2 if ".64" in ins.opcode else 1
+        dest = {min(dest) + i for i in range(width)}
+    return dest, _regs(ops[1]) if len(ops) > 1 else set()
+
+
+def load_use_distances(body):
+    """[(load's opcode, distance, reader's opcode)] for each global load of
+    the hot loop: the instructions issued between it and the first that
+    reads what it wrote, around the loop (a reader in the next iteration
+    counts the rest of this one); None when an overwrite comes first."""
+    out = []
+    n = len(body)
+    for i, ins in enumerate(body):
+        if ins.opcode.split(".")[0] != "LDG":
+            continue
+        loaded, _ = _split_dest(ins)
+        dist, reader = None, None
+        for d in range(1, n):
+            nxt = body[(i + d) % n]
+            written, read = _split_dest(nxt)
+            if loaded & read:
+                dist, reader = d - 1, nxt.opcode
+                break
+            if loaded <= written:
+                break
+        out.append((ins.opcode, dist, reader))
+    return out
+
+
 # ---- kernel identity ------------------------------------------------------------
 
 FAMILY_OF_DEQ = {"DeqFP16": "fp16", "DeqAWQ": "awq", "DeqFP8": "fp8", "DeqMXFP4": "mxfp4",
@@ -377,6 +438,10 @@ def model_kernel(name, arch_name, instrs, labels, res, machine, bandwidth_gbs):
                by_pipe=counts, opcodes=dict(sorted(opcodes.items(), key=lambda kv: -kv[1])),
                clocks={p: round(c, 3) for p, c in clocks.items()}, bound=bound,
                macs_per_iter=macs, loop_spill_ops=spill_ops)
+    uses = [d for _, d, _ in load_use_distances(body) if d is not None]
+    if uses:
+        row["load_use_min"] = min(uses)
+        row["loads_used_within_16"] = sum(1 for d in uses if d < 16)
     # instructions per 16x8x16 product (2048 multiply-adds), the unit of the issue's table
     if macs:
         row["instructions_per_16816"] = round(len(body) * 2048.0 / macs, 1)
@@ -433,11 +498,11 @@ def run_model(lines, res_text, arch_override, machine_name, bandwidth_gbs):
 
 def format_table(rows, machine_name):
     head = ("family", "kernel", "instr", "HMMA", "SHFL", "bound", "clk/iter", "work/iter", "ceiling",
-            "W in flight/SM", "regs")
+            "W in flight/SM", "regs", "ld-use")
     lines = []
     for r in rows:
         if "error" in r:
-            lines.append((r["family"], r["tile"], "-", "-", "-", r["error"], "", "", "", "", ""))
+            lines.append((r["family"], r["tile"], "-", "-", "-", r["error"], "", "", "", "", "", ""))
             continue
         work = (f"{r['weight_bytes_per_iter']:.0f} B" if "weight_bytes_per_iter" in r
                 else f"{r['macs_per_iter']} MAC")
@@ -445,7 +510,8 @@ def format_table(rows, machine_name):
                     if "w_inflight_bytes_per_sm" in r else "")
         ceil = f"{100 * r['ceiling']:.0f}% {'bw' if r['kind'] == 'decode' else 'tc'}" if r.get("ceiling") is not None else "-"
         lines.append((r["family"], r["tile"], str(r["instructions"]), str(r["hmma"]), str(r["shfl"]), r["bound"],
-                      f"{r['clocks'][r['bound']]:.1f}", work, ceil, inflight, str(r.get("regs", "?"))))
+                      f"{r['clocks'][r['bound']]:.1f}", work, ceil, inflight, str(r.get("regs", "?")),
+                      str(r.get("load_use_min", "-"))))
     widths = [max(len(h), *(len(l[i]) for l in lines)) if lines else len(h) for i, h in enumerate(head)]
     out = [f"model: {machine_name} ceilings from SASS (an upper bound, not a prediction)",
            "  ".join(h.ljust(w) for h, w in zip(head, widths))]

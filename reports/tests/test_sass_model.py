@@ -87,6 +87,47 @@ class HotLoop(unittest.TestCase):
         self.assertAlmostEqual(t["ceiling"], 8.0 / 32.0)
 
 
+class LoadUse(unittest.TestCase):
+    """Instructions between a global load and the first that reads it."""
+
+    @staticmethod
+    def body(*lines):
+        return [sass_model.Instr(16 * i, "", op, operands) for i, (op, operands) in enumerate(lines)]
+
+    def test_distance_per_load_and_around_the_loop(self):
+        body = self.body(
+            ("HMMA.884.F32.F32.STEP0", "R8, R22.ROW, R12.COL, R8"),  # 0: reads R22 of load 6
+            ("LDG.E.64.CONSTANT.SYS", "R14, [R6]"),                 # 1: R14, R15
+            ("IMAD", "R2, R3, R4, RZ"),                             # 2
+            ("PRMT", "R16, R15, 0x5410, R17"),                      # 3: reads R15: 1 between
+            ("LDG.E.CONSTANT.SYS", "R30, [R6+0x4]"),                # 4
+            ("MOV", "R30, RZ"),                                     # 5: overwrites it unread
+            ("LDG.E.128.CONSTANT.SYS", "R20, [R8]"),                # 6: R20..R23
+            ("STG.E.SYS", "[R40], R31"),                            # 7: no destination
+            ("IADD3", "R31, R31, 0x1, RZ"),                         # 8
+            ("BRA", "0x0"),                                         # 9
+        )
+        got = sass_model.load_use_distances(body)
+        # load 6's reader is the HMMA at 0 of the next iteration: 7, 8, 9 between
+        self.assertEqual(got, [("LDG.E.64.CONSTANT.SYS", 1, "PRMT"),
+                               ("LDG.E.CONSTANT.SYS", None, None),
+                               ("LDG.E.128.CONSTANT.SYS", 3, "HMMA.884.F32.F32.STEP0")])
+
+    def test_store_operands_are_all_read(self):
+        body = self.body(("LDG.E.CONSTANT.SYS", "R31, [R6]"), ("STG.E.SYS", "[R40], R31"),
+                         ("BRA", "0x0"))
+        self.assertEqual(sass_model.load_use_distances(body), [("LDG.E.CONSTANT.SYS", 0, "STG.E.SYS")])
+
+    def test_uniform_registers_are_not_registers(self):
+        body = self.body(("LDG.E.CONSTANT.SYS", "R4, [R6]"), ("IMAD", "R2, UR4, R9, RZ"),
+                         ("IADD3", "R5, R4, 0x1, RZ"), ("BRA", "0x0"))
+        self.assertEqual(sass_model.load_use_distances(body), [("LDG.E.CONSTANT.SYS", 1, "IADD3")])
+
+    def test_rows_carry_the_shortest(self):
+        # tiny's decode loop: its one LDG.128 (R24..R27) is read by nothing in the loop
+        self.assertNotIn("load_use_min", model_rows()["decode"])
+
+
 class IntoTheRecordAndReport(unittest.TestCase):
     """The model's JSON goes into the results record and onto the page."""
 
