@@ -199,7 +199,7 @@ __global__ void __launch_bounds__(WK * WN * 32, (DecodeCfg<Deq, NI, WK, MT, UU, 
      * mid decode plans (MT > 2: 8 warps per SM) hold the bits as loaded and
      * ready them in compute: readied at load time, the conversion's first
      * instruction made the warp wait for the load right there, once per
-     * step (nvfp4 4096x14336 M=64 41.97 -> 39.18 us).  The decode plans
+     * step (nvfp4 4096x14336 M=64 42.17 -> 39.67 us).  The decode plans
      * ready them at load time, as before: late, they measured slower at
      * M <= 16 (nvfp4 4096^2 M=1 6.04 -> 6.70 us; KERNELS.md D39). */
     constexpr bool kReadyLate = MT > 2;

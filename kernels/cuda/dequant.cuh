@@ -36,10 +36,11 @@
  *                  and, where kPostScale, s.post[i] (the post-scale of row i
  *                  over the step, which lies in one kScaleK block).
  *                  q0 = q1 = q on SM80+; SM70's loop passes its two chunks.
- *                  The kernel loads a step's scales with its W, steps ahead,
- *                  and readies them only when it computes the step: an
- *                  instruction that reads a loaded value waits for the load,
- *                  and the warp with it (KERNELS.md D39).
+ *                  The kernel loads a step's scales with its W, steps ahead;
+ *                  its mid decode plans ready them only when they compute
+ *                  the step (an instruction that reads a loaded value waits
+ *                  for the load, and the warp with it), its decode plans
+ *                  right after the load (KERNELS.md D39).
  *
  * fp8 (the first family): E4M3 to FP16 by bits alone -- the seven magnitude
  * bits shifted right by one land on FP16's exponent and mantissa and give
