@@ -19,8 +19,10 @@ bounded.  For every GEMM kernel (vg_decode_kernel, vg_gemm_kernel) in a
     loads ahead x bytes per step x warps per SM that the registers allow)
     against what Little's law asks for (bandwidth per SM x DRAM latency);
   - per global load of the hot loop, the instructions the warp issues
-    before the first one that reads it (ld-use: the shortest): a short one
-    stalls the warp for the load's whole latency.
+    before the first one that reads it (ld-use: the shortest), and before
+    the first that waits on its scoreboard by the control bits (ld-wait:
+    the shortest, and the opcode that waits): a short one stalls the warp
+    for the load's whole latency.
 
 It is an upper bound, not a prediction: latencies, bank conflicts, cache
 misses, tails and launch gaps are not in it.  Calibrate it where a GPU can
@@ -181,20 +183,31 @@ INSTR_RE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_
 FUNC_RE = re.compile(r"Function\s*:\s*(\S+)")
 ARCH_RE = re.compile(r"code for (sm_\d+)|arch\s*=\s*(sm_\d+)")
 LABEL_RE = re.compile(r"^\s*(\.L_x_\d+):")
+# the second 64-bit word of an instruction, alone on the line after it
+CTRL_RE = re.compile(r"^\s*/\*\s*(0x[0-9a-f]{16})\s*\*/\s*$")
 
 
 class Instr:
-    __slots__ = ("addr", "pred", "opcode", "operands")
+    __slots__ = ("addr", "pred", "opcode", "operands", "ctrl")
 
-    def __init__(self, addr, pred, opcode, operands):
+    def __init__(self, addr, pred, opcode, operands, ctrl=None):
         self.addr, self.pred, self.opcode, self.operands = addr, pred, opcode, operands
+        self.ctrl = ctrl   # the instruction's second 64-bit word (control bits), when listed
 
 
 def iter_functions(lines):
     """(name, arch, [Instr], {label: addr}) per function of a cuobjdump -sass
     listing, one at a time (a whole gemm.cu listing is millions of lines)."""
     arch, cur, instrs, labels, pending = None, None, [], {}, []
+    last = None   # the instruction whose second word the next line may hold
     for line in lines:
+        m = CTRL_RE.match(line)
+        if m:
+            if last is not None:
+                last.ctrl = int(m.group(1), 16)
+            last = None
+            continue
+        last = None
         m = FUNC_RE.search(line)
         if m:
             if cur is not None:
@@ -217,6 +230,7 @@ def iter_functions(lines):
             if ins.pred == "@!PT":   # never executes (ptxas's placeholder)
                 continue
             instrs.append(ins)
+            last = ins
             for lab in pending:
                 labels[lab] = ins.addr
             pending = []
@@ -322,6 +336,41 @@ def load_use_distances(body):
             if loaded <= written:
                 break
         out.append((ins.opcode, dist, reader))
+    return out
+
+
+def control(ins):
+    """(write scoreboard, wait mask) of a Volta-to-Hopper instruction from its
+    control bits (the second word, bits 46-48: the scoreboard its result
+    releases, 7 for none; bits 52-57: the scoreboards it waits for; Jia et
+    al., "Dissecting the NVIDIA Volta GPU Architecture via
+    Microbenchmarking", 2018), or None when the listing lacks the word."""
+    if ins.ctrl is None:
+        return None
+    return (ins.ctrl >> 46) & 7, (ins.ctrl >> 52) & 0x3F
+
+
+def load_wait_distances(body):
+    """[(load's opcode, distance, waiter's opcode)] for each global load of
+    the hot loop: the instructions issued before the first that waits on its
+    scoreboard, around the loop.  The waiter need not read the load: ptxas
+    also waits before a branch whose other side may overwrite the register,
+    which a reader-only count (load_use_distances) does not see.  Empty
+    without control bits."""
+    out = []
+    n = len(body)
+    for i, ins in enumerate(body):
+        c = control(ins)
+        if ins.opcode.split(".")[0] != "LDG" or c is None or c[0] == 7:
+            continue
+        dist, waiter = None, None
+        for d in range(1, n + 1):
+            nxt = body[(i + d) % n]
+            cn = control(nxt)
+            if cn is not None and cn[1] >> c[0] & 1:
+                dist, waiter = d - 1, nxt.opcode
+                break
+        out.append((ins.opcode, dist, waiter))
     return out
 
 
@@ -442,6 +491,11 @@ def model_kernel(name, arch_name, instrs, labels, res, machine, bandwidth_gbs):
     if uses:
         row["load_use_min"] = min(uses)
         row["loads_used_within_16"] = sum(1 for d in uses if d < 16)
+    waits = [(d, w) for _, d, w in load_wait_distances(body) if d is not None]
+    if waits:
+        d, w = min(waits)
+        row["load_wait_min"], row["load_wait_min_at"] = d, w.split(".")[0]
+        row["loads_waited_within_16"] = sum(1 for d, _ in waits if d < 16)
     # instructions per 16x8x16 product (2048 multiply-adds), the unit of the issue's table
     if macs:
         row["instructions_per_16816"] = round(len(body) * 2048.0 / macs, 1)
@@ -498,11 +552,11 @@ def run_model(lines, res_text, arch_override, machine_name, bandwidth_gbs):
 
 def format_table(rows, machine_name):
     head = ("family", "kernel", "instr", "HMMA", "SHFL", "bound", "clk/iter", "work/iter", "ceiling",
-            "W in flight/SM", "regs", "ld-use")
+            "W in flight/SM", "regs", "ld-use", "ld-wait")
     lines = []
     for r in rows:
         if "error" in r:
-            lines.append((r["family"], r["tile"], "-", "-", "-", r["error"], "", "", "", "", "", ""))
+            lines.append((r["family"], r["tile"], "-", "-", "-", r["error"], "", "", "", "", "", "", ""))
             continue
         work = (f"{r['weight_bytes_per_iter']:.0f} B" if "weight_bytes_per_iter" in r
                 else f"{r['macs_per_iter']} MAC")
@@ -511,7 +565,8 @@ def format_table(rows, machine_name):
         ceil = f"{100 * r['ceiling']:.0f}% {'bw' if r['kind'] == 'decode' else 'tc'}" if r.get("ceiling") is not None else "-"
         lines.append((r["family"], r["tile"], str(r["instructions"]), str(r["hmma"]), str(r["shfl"]), r["bound"],
                       f"{r['clocks'][r['bound']]:.1f}", work, ceil, inflight, str(r.get("regs", "?")),
-                      str(r.get("load_use_min", "-"))))
+                      str(r.get("load_use_min", "-")),
+                      f"{r['load_wait_min']} {r['load_wait_min_at']}" if "load_wait_min" in r else "-"))
     widths = [max(len(h), *(len(l[i]) for l in lines)) if lines else len(h) for i, h in enumerate(head)]
     out = [f"model: {machine_name} ceilings from SASS (an upper bound, not a prediction)",
            "  ".join(h.ljust(w) for h, w in zip(head, widths))]

@@ -123,6 +123,49 @@ class LoadUse(unittest.TestCase):
                          ("IADD3", "R5, R4, 0x1, RZ"), ("BRA", "0x0"))
         self.assertEqual(sass_model.load_use_distances(body), [("LDG.E.CONSTANT.SYS", 1, "IADD3")])
 
+    @staticmethod
+    def ctrl(write=7, wait=0):
+        """A second instruction word with only the scoreboard fields set:
+        write scoreboard (bits 46-48, 7 none), read scoreboard 7 (49-51),
+        wait mask (52-57)."""
+        return wait << 52 | 7 << 49 | write << 46
+
+    def test_waits_come_from_the_control_bits(self):
+        c = self.ctrl
+        body = [sass_model.Instr(0x00, "", "BRA", "0x80", c(wait=0b010000)),   # 0: waits on 4 (next iteration)
+                sass_model.Instr(0x10, "", "LDG.E.128.CONSTANT.SYS", "R60, [R30]", c(write=4)),
+                sass_model.Instr(0x20, "", "LDG.E.CONSTANT.SYS", "R221, [R34]", c(write=2)),
+                sass_model.Instr(0x30, "", "IMAD", "R2, R3, R4, RZ", c()),
+                sass_model.Instr(0x40, "", "FMUL", "R5, R221, 256", c(wait=0b000100)),  # waits on 2
+                sass_model.Instr(0x50, "", "BRA", "0x0", c())]
+        # the 128-bit load is waited for by the branch at the loop's head, which
+        # reads none of R60..R63: 4 instructions between (0x20-0x50); the scalar
+        # one by the FMUL that reads it, 1 between
+        self.assertEqual(sass_model.load_wait_distances(body),
+                         [("LDG.E.128.CONSTANT.SYS", 4, "BRA"), ("LDG.E.CONSTANT.SYS", 1, "FMUL")])
+        self.assertEqual([d for _, d, _ in sass_model.load_use_distances(body)], [None, 1])
+        # without control bits there is nothing to read
+        for ins in body:
+            ins.ctrl = None
+        self.assertEqual(sass_model.load_wait_distances(body), [])
+
+    def test_the_second_word_is_read_from_the_listing(self):
+        listing = """
+	code for sm_70
+		Function : _Z16vg_decode_kernelI6DeqAWQLi1ELi4ELi1ELi2EEv7KParams
+        /*0000*/                   LDG.E.CONSTANT.SYS R2, [R4] ;   /* 0x0000000004027381 */
+                                                                   /* 0x000f2800001ee900 */
+        /*0010*/                   @!PT SHFL.IDX PT, RZ, RZ, RZ, RZ ;  /* 0x000fe20000000f00 */
+                                                                   /* 0x0001e400000e0000 */
+        /*0020*/                   FMUL R3, R2, 256 ;             /* 0x4380000002037820 */
+                                                                   /* 0x010fe20000400000 */
+"""
+        (_, _, instrs, _), = list(sass_model.iter_functions(listing.splitlines()))
+        self.assertEqual([i.opcode for i in instrs], ["LDG.E.CONSTANT.SYS", "FMUL"])
+        # 0x000f2800001ee900: write scoreboard 4 (bits 46-48), no wait; the
+        # skipped @!PT line's word goes to no instruction; 0x010fe2...: waits on 4
+        self.assertEqual([sass_model.control(i) for i in instrs], [(4, 0), (7, 0b010000)])
+
     def test_rows_carry_the_shortest(self):
         # tiny's decode loop: its one LDG.128 (R24..R27) is read by nothing in the loop
         self.assertNotIn("load_use_min", model_rows()["decode"])
