@@ -22,7 +22,10 @@ bounded.  For every GEMM kernel (vg_decode_kernel, vg_gemm_kernel) in a
     before the first one that reads it (ld-use: the shortest), and before
     the first that waits on its scoreboard by the control bits (ld-wait:
     the shortest, and the opcode that waits): a short one stalls the warp
-    for the load's whole latency.
+    for the load's whole latency;
+  - the instructions of one pass over the loop that wait on a global load
+    issued earlier in the same pass (mem-waits): each is a memory latency
+    the warp spends idle, which only other warps can cover.
 
 It is an upper bound, not a prediction: latencies, bank conflicts, cache
 misses, tails and launch gaps are not in it.  Calibrate it where a GPU can
@@ -323,7 +326,7 @@ def load_use_distances(body):
     out = []
     n = len(body)
     for i, ins in enumerate(body):
-        if ins.opcode.split(".")[0] != "LDG":
+        if not _is_global_load(ins):
             continue
         loaded, _ = _split_dest(ins)
         dist, reader = None, None
@@ -337,6 +340,38 @@ def load_use_distances(body):
                 break
         out.append((ins.opcode, dist, reader))
     return out
+
+
+def _is_global_load(ins):
+    """A load from global memory: LDG, or a generic LD (which may also read
+    shared memory; the GEMM kernels' generic loads are SM70's copies from
+    global memory, where sm_70 has no cp.async)."""
+    return ins.opcode.split(".")[0] in ("LDG", "LD")
+
+
+def memory_waits(body):
+    """The memory latencies one pass over the hot loop spends waiting, by
+    the control bits: an instruction that waits on a global load issued
+    earlier in the same pass, and after the last such wait, holds the warp
+    for that load's latency, which only other warps can cover.  Loads
+    issued before that last wait were in flight during it, so a wait on
+    them alone is not counted (two loads then two stores: one latency, not
+    two); nor is a load waited for in the next pass (it had the rest of
+    this one).  None without control bits."""
+    if any(control(ins) is None for ins in body):
+        return None
+    pending = {}      # scoreboard -> the count of waits when its latest global load was issued
+    waits = 0
+    for ins in body:
+        write, mask = control(ins)
+        hit = [sb for sb in pending if mask >> sb & 1]
+        if any(pending[sb] == waits for sb in hit):
+            waits += 1
+        for sb in hit:
+            del pending[sb]
+        if write != 7 and _is_global_load(ins):
+            pending[write] = waits
+    return waits
 
 
 def control(ins):
@@ -361,7 +396,7 @@ def load_wait_distances(body):
     n = len(body)
     for i, ins in enumerate(body):
         c = control(ins)
-        if ins.opcode.split(".")[0] != "LDG" or c is None or c[0] == 7:
+        if not _is_global_load(ins) or c is None or c[0] == 7:
             continue
         dist, waiter = None, None
         for d in range(1, n + 1):
@@ -496,6 +531,9 @@ def model_kernel(name, arch_name, instrs, labels, res, machine, bandwidth_gbs):
         d, w = min(waits)
         row["load_wait_min"], row["load_wait_min_at"] = d, w.split(".")[0]
         row["loads_waited_within_16"] = sum(1 for d, _ in waits if d < 16)
+    mem_waits = memory_waits(body)
+    if mem_waits is not None:
+        row["memory_waits_per_iter"] = mem_waits
     # instructions per 16x8x16 product (2048 multiply-adds), the unit of the issue's table
     if macs:
         row["instructions_per_16816"] = round(len(body) * 2048.0 / macs, 1)
@@ -552,11 +590,11 @@ def run_model(lines, res_text, arch_override, machine_name, bandwidth_gbs):
 
 def format_table(rows, machine_name):
     head = ("family", "kernel", "instr", "HMMA", "SHFL", "bound", "clk/iter", "work/iter", "ceiling",
-            "W in flight/SM", "regs", "ld-use", "ld-wait")
+            "W in flight/SM", "regs", "ld-use", "ld-wait", "mem-waits")
     lines = []
     for r in rows:
         if "error" in r:
-            lines.append((r["family"], r["tile"], "-", "-", "-", r["error"], "", "", "", "", "", "", ""))
+            lines.append((r["family"], r["tile"], "-", "-", "-", r["error"], "", "", "", "", "", "", "", ""))
             continue
         work = (f"{r['weight_bytes_per_iter']:.0f} B" if "weight_bytes_per_iter" in r
                 else f"{r['macs_per_iter']} MAC")
@@ -566,7 +604,8 @@ def format_table(rows, machine_name):
         lines.append((r["family"], r["tile"], str(r["instructions"]), str(r["hmma"]), str(r["shfl"]), r["bound"],
                       f"{r['clocks'][r['bound']]:.1f}", work, ceil, inflight, str(r.get("regs", "?")),
                       str(r.get("load_use_min", "-")),
-                      f"{r['load_wait_min']} {r['load_wait_min_at']}" if "load_wait_min" in r else "-"))
+                      f"{r['load_wait_min']} {r['load_wait_min_at']}" if "load_wait_min" in r else "-",
+                      str(r.get("memory_waits_per_iter", "-"))))
     widths = [max(len(h), *(len(l[i]) for l in lines)) if lines else len(h) for i, h in enumerate(head)]
     out = [f"model: {machine_name} ceilings from SASS (an upper bound, not a prediction)",
            "  ".join(h.ljust(w) for h, w in zip(head, widths))]

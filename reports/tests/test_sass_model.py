@@ -166,6 +166,37 @@ class LoadUse(unittest.TestCase):
         # skipped @!PT line's word goes to no instruction; 0x010fe2...: waits on 4
         self.assertEqual([sass_model.control(i) for i in instrs], [(4, 0), (7, 0b010000)])
 
+    def test_memory_waits_count_latencies_not_stores(self):
+        c = self.ctrl
+        I = sass_model.Instr
+        # SM70's copy one piece at a time: load, store (waits), load, store
+        # (waits): two latencies in a row
+        one_by_one = [I(0x00, "", "LD.E.128.SYS", "R4, [R10]", c(write=0)),
+                      I(0x10, "", "ST.E.128.SYS", "[R20], R4", c(wait=0b000001)),
+                      I(0x20, "", "LD.E.128.SYS", "R4, [R12]", c(write=0)),
+                      I(0x30, "", "ST.E.128.SYS", "[R20+0x220], R4", c(wait=0b000001)),
+                      I(0x40, "", "BRA", "0x0", c())]
+        self.assertEqual(sass_model.memory_waits(one_by_one), 2)
+        # both loads first: the second store's wait is on a load that was in
+        # flight during the first wait, so one latency
+        batched = [I(0x00, "", "LDG.E.128.CONSTANT.SYS", "R4, [R10]", c(write=0)),
+                   I(0x10, "", "LDG.E.128.CONSTANT.SYS", "R8, [R12]", c(write=1)),
+                   I(0x20, "", "STS.128", "[R20], R4", c(wait=0b000001)),
+                   I(0x30, "", "STS.128", "[R20+0x220], R8", c(wait=0b000010)),
+                   I(0x40, "", "BRA", "0x0", c())]
+        self.assertEqual(sass_model.memory_waits(batched), 1)
+        # a load first waited for in the next pass (at the loop's head) and
+        # a wait on a shared-memory load cost no memory latency in this one
+        ahead = [I(0x00, "", "BRA", "0x80", c(wait=0b000001)),
+                 I(0x10, "", "LDS.U.128", "R8, [R30]", c(write=2)),
+                 I(0x20, "", "HMMA.884.F32.F32.STEP0", "R40, R8.ROW, R8.COL, R40", c(wait=0b000100)),
+                 I(0x30, "", "LDG.E.128.CONSTANT.SYS", "R4, [R10]", c(write=0)),
+                 I(0x40, "", "BRA", "0x0", c())]
+        self.assertEqual(sass_model.memory_waits(ahead), 0)
+        for ins in ahead:
+            ins.ctrl = None
+        self.assertIsNone(sass_model.memory_waits(ahead))
+
     def test_rows_carry_the_shortest(self):
         # tiny's decode loop: its one LDG.128 (R24..R27) is read by nothing in the loop
         self.assertNotIn("load_use_min", model_rows()["decode"])
