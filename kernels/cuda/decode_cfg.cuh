@@ -67,6 +67,16 @@ struct DecodeCfg {
 #else
     static constexpr int kMinBlocks = NI == 1 && WK * WN < 16 && MT <= 2 ? 16 / (WK * WN) : 1;
 #endif
+    /* X copies a thread keeps in flight together below SM80 (no cp.async:
+     * each copy is a load and a store, decode_kernel.cuh's load_x): two
+     * where a warp's W in flight takes 32 registers or fewer (but not in
+     * the 8-row plans of a family with per-row scales), one elsewhere.  Two
+     * cost 8 registers; with them the sm_70 build spilled in the plans with
+     * 64 W registers (fp8 with 4 steps, the 32-row 4-bit ones) and in
+     * mxfp4's 8-row plans with 4 steps (held to 128), and with four in most
+     * 16-row plans. */
+    static constexpr int kXBatch =
+        UW * NI * 4 * kWords <= 32 && (MT > 1 || !(Deq::kPostScale && !Deq::kPostPerBlock)) ? 2 : 1;
 };
 
 /* W words from global memory at p through the read-only path (16-byte

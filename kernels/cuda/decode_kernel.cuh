@@ -23,7 +23,10 @@
  * i%U of its own shared-memory ring, U steps ahead (UW = 2U for the 4-bit
  * families, whose steps are half as many bytes; U otherwise).  X passes
  * through L1 (.ca), so blocks of one SM working on one group read it from
- * L2 once.
+ * L2 once.  Below SM80 there is no cp.async: a copy is a load and a store
+ * that waits for it, so X is in its slot before the warp goes on, and a
+ * thread issues DecodeCfg::kXBatch loads before their stores (one wait for
+ * memory per batch, not per 16 bytes; KERNELS.md D41).
  *
  * In a step, thread (g = lane/4, q = lane%4) holds rows g and g+8 of each
  * 16-row tile and, in each half h of the step, their 16 elements
@@ -245,12 +248,36 @@ __global__ void __launch_bounds__(WK * WN * 32, (DecodeCfg<Deq, NI, WK, MT, UU, 
     /* A fast step's X (rows x 128 from k0, 16-byte aligned rows) into ring
      * slot u, by cp.async.  Thread xt copies 16 bytes at column 8 (xt % 16)
      * of rows xt / 16 + XR t: from xlane, to xdst, plus constants per t. */
+    constexpr int XC = (BM + XR - 1) / XR; /* copies per thread and step */
     auto load_x = [&](int k0, int u) {
         const uint16_t *src = xlane + k0;
+#if !VG_CP_ASYNC
+        if constexpr (C::kXBatch > 1) {
+            /* Loads first, then stores (kernel_common.cuh), kXBatch at a
+             * time: a 16-row step waited for memory 8 times per thread in a
+             * row, a mid plan's 64 rows as many. */
+            constexpr int XB = XC < C::kXBatch ? XC : C::kXBatch;
+            const uint32_t dst = smem_addr(xdst + u * C::kXSlot);
 #pragma unroll
-        for (int t = 0; t < (BM + XR - 1) / XR; t++)
-            if (XR * t < xrows_lane)
-                cp_async16_l1(xdst + u * C::kXSlot + XR * t * XS, src + (size_t)XR * t * K);
+            for (int t0 = 0; t0 < XC; t0 += XB) {
+                uint4 v[XB];
+#pragma unroll
+                for (int t = t0; t < t0 + XB && t < XC; t++)
+                    if (XR * t < xrows_lane)
+                        v[t - t0] = ld_global16_nc(src + (size_t)XR * t * K);
+#pragma unroll
+                for (int t = t0; t < t0 + XB && t < XC; t++)
+                    if (XR * t < xrows_lane)
+                        st_shared16(dst + 2 * XR * t * XS, v[t - t0]);
+            }
+        } else
+#endif
+        {
+#pragma unroll
+            for (int t = 0; t < XC; t++)
+                if (XR * t < xrows_lane)
+                    cp_async16_l1(xdst + u * C::kXSlot + XR * t * XS, src + (size_t)XR * t * K);
+        }
     };
     /* Any step's X by plain loads and stores, zero past kend (the K tail,
      * or unaligned X). */

@@ -90,6 +90,34 @@ static __device__ __forceinline__ void cp_async_wait()
 #endif
 }
 
+/* Below SM80 there is no cp.async: each copy above is a load into
+ * registers and a store, and the store waits for its load, so a thread
+ * that copies T pieces in a row waits for memory T times.  A kernel that
+ * copies several pieces per thread there issues all their loads first
+ * (ld_global16_nc: through L1 and read-only, for data no thread of the kernel writes) and then the stores (st_shared16): one wait per batch.
+ * Both are volatile so that the loads stay ahead of the stores. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define VG_CP_ASYNC 1
+#else
+#define VG_CP_ASYNC 0
+#endif
+
+static __device__ __forceinline__ uint4 ld_global16_nc(const void *src)
+{
+    uint4 v;
+    asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(src));
+    return v;
+}
+
+static __device__ __forceinline__ void st_shared16(uint32_t dst, uint4 v)
+{
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "r"(v.x), "r"(v.y), "r"(v.z),
+                 "r"(v.w)
+                 : "memory");
+}
+
 /* SM70 (Volta) runs both mainloops in mma884's own layout (VG_QUADPAIR:
  * the decode kernel's and vg_gemm_kernel's comments say how); later archs
  * use m16n8k16. */
