@@ -20,7 +20,8 @@
  *   kPostScale     the MMA output over one kScaleK-long K block is multiplied
  *                  by postscale(w, g, n, kb) before it is added to the FP32
  *                  accumulator: the block scale stays in FP32, exact.
- *   epilogue(w)    one factor applied to the output (nvfp4's tensor scale).
+ *   epilogue(w)    one factor applied to the output (nvfp4's tensor scale,
+ *                  fp8's VG_F8_POST).
  *   kPairs         which two of a row's elements decode_words puts in one
  *                  FP16x2 (VgPairs below); the decode kernel permutes X to
  *                  match.  decode16 always keeps the natural pairs.
@@ -145,8 +146,10 @@ static __device__ __forceinline__ uint32_t e4m3x2_to_f16x2_scaled(uint32_t word,
 }
 
 /* SM89+ converts two E4M3 codes to FP16 in one instruction (exact values,
- * not scaled); the bit trick above serves SM70..SM86.  VG_F8_POST is the
- * factor the block scale carries to undo the decode's scaling. */
+ * not scaled); the bit trick above serves SM70..SM86.  VG_F8_POST undoes
+ * the decode's scaling, once, in the epilogue (a power of two: exact);
+ * carried by each block scale, it was a multiply that read the scale load
+ * right after it was issued, and the warp waited there (KERNELS.md D42). */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
 #define VG_F8_HW_CVT 1
 #define VG_F8_POST 1.0f
@@ -186,7 +189,7 @@ struct DeqFP8 {
     }
     static __device__ __forceinline__ void ready_step(const StepRaw &r, int, int, StepScales &s)
     {
-        s.post[0] = s.post[1] = __uint_as_float(r.w[0][0]) * VG_F8_POST;
+        s.post[0] = s.post[1] = __uint_as_float(r.w[0][0]);
     }
     static __device__ __forceinline__ void decode16(const uint8_t *p, uint32_t s, uint32_t out[8])
     {
@@ -214,9 +217,9 @@ struct DeqFP8 {
     }
     static __device__ __forceinline__ float postscale(const KWeight &w, int g, int n, int kb)
     {
-        return block_scale(w, g, n, kb) * VG_F8_POST;
+        return block_scale(w, g, n, kb);
     }
-    static __device__ __forceinline__ float epilogue(const KWeight &) { return 1.0f; }
+    static __device__ __forceinline__ float epilogue(const KWeight &) { return VG_F8_POST; }
 };
 
 /* ---- the 4-bit element decoders, shared by NVFP4, MXFP4 (E2M1) and AWQ ------ */
