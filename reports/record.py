@@ -129,13 +129,17 @@ COVERAGE = {"line_percent": "num?", "branch_percent": "num?", "lines_covered": "
 V100_MODEL_ROW = {"family": "str", "kind": "str", "tile": "str", "bound": "str", "ceiling": "num?",
                   "ceiling_of": "str?", "instructions_per_16816": "num?", "shfl": "int",
                   "w_inflight_bytes_per_sm": "int?", "regs": "int?"}
+# keys a later model added: checked where present, so older records still read
+V100_MODEL_ROW_LATER = {"memory_waits_per_iter": "int?"}
 DATE_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 SHARD_RE = re.compile(r"^(\d+)/(\d+)$")
 
 
-def _rows(obj, key, spec, where):
+def _rows(obj, key, spec, where, later=None):
     for i, row in enumerate(obj[key]):
         check_fields(row, spec, f"{where}.{key}[{i}]")
+        if later:
+            check_fields(row, {k: t for k, t in later.items() if k in row}, f"{where}.{key}[{i}]")
 
 
 def check_golden_output(obj, where):
@@ -198,7 +202,7 @@ def check_record(obj, where):
     if obj["coverage"] is not None:
         check_fields(obj["coverage"], COVERAGE, where + ".coverage")
     if obj.get("v100_model") is not None:
-        _rows(obj, "v100_model", V100_MODEL_ROW, where)
+        _rows(obj, "v100_model", V100_MODEL_ROW, where, V100_MODEL_ROW_LATER)
     for i, m in enumerate(obj["missing"]):
         if not isinstance(m, str):
             raise InputError(f"{where}.missing[{i}]: expected a string, got {_describe(m)}")
@@ -331,9 +335,12 @@ def v100_model_rows(obj, where):
     rows = []
     for i, k in enumerate(obj["kernels"]):
         row = {key: k.get(key) for key in V100_MODEL_ROW}
+        row.update({key: k[key] for key in V100_MODEL_ROW_LATER if key in k})
         if row["shfl"] is None:
             row["shfl"] = 0
         check_fields(row, V100_MODEL_ROW, f"{where}.kernels[{i}]")
+        check_fields(row, {key: t for key, t in V100_MODEL_ROW_LATER.items() if key in row},
+                     f"{where}.kernels[{i}]")
         rows.append(row)
     return rows
 

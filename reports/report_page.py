@@ -218,12 +218,15 @@ def v100_model_section(rows):
                 line.append("")
                 continue
             worst = min(worst, r["ceiling"])
-            line.append(f"{100 * r['ceiling']:.0f} % ({r['bound']}{', ' + str(r['shfl']) + ' SHFL' if r['shfl'] else ''})")
+            notes = [r["bound"]] + ([f"{r['shfl']} SHFL"] if r["shfl"] else []) + \
+                ([f"{r['memory_waits_per_iter']} mem waits"] if r.get("memory_waits_per_iter") else [])
+            line.append(f"{100 * r['ceiling']:.0f} % ({', '.join(notes)})")
         body.append(line)
         classes.append("good" if worst >= 0.9 else "bad" if worst < 0.5 else "")
     return ("<h2>V100 ceiling (model)</h2><p class='muted'>From the sm_70 SASS of each kernel's hot loop "
             "(reports/sass_model.py): the fraction of V100 DRAM bandwidth (decode) or tensor peak (tiled) "
-            "its instructions allow, and the pipe that binds. An upper bound, not a measurement: no V100 "
+            "its instructions allow, and the pipe that binds; mem waits: the memory latencies one pass over "
+            "its hot loop waits for (only other warps cover them). An upper bound, not a measurement: no V100 "
             "ran.</p>" + _table(["plan tile"] + [f"{f} (V100 ceiling, model)" for f in fams], body, classes))
 
 

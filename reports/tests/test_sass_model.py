@@ -222,6 +222,16 @@ class IntoTheRecordAndReport(unittest.TestCase):
         self.assertEqual(rows["decode.m8n16w4.u2"]["bound"], "mio")
         self.assertEqual(rows["decode.m8n16w4.u2"]["shfl"], 1)
         self.assertAlmostEqual(rows["prefill.m128n128k64.s3"]["ceiling"], 0.25)
+        # tiny's control words set no scoreboard: no wait in the loop
+        self.assertEqual(rows["decode.m8n16w4.u2"]["memory_waits_per_iter"], 0)
+
+    def test_record_checks_a_later_key_only_where_present(self):
+        rec = json.loads(json.dumps(self.record.build_record(sass_model=("m.json", self.doc), repo=HERE)))
+        del rec["v100_model"][0]["memory_waits_per_iter"]      # a record from before the key
+        self.record.check_record(rec, "rec")
+        rec["v100_model"][0]["memory_waits_per_iter"] = "many"
+        with self.assertRaises(self.record.InputError):
+            self.record.check_record(rec, "rec")
 
     def test_record_refuses_another_schema(self):
         bad = dict(self.doc, schema="something-else")
@@ -252,6 +262,8 @@ class IntoTheRecordAndReport(unittest.TestCase):
         self.assertIn("V100 ceiling (model)", html)
         self.assertIn("71 % (mio, 1 SHFL)", html)       # 68 B over 13 mio clocks at 7.35 B/clk
         self.assertIn("25 % (mio)", html)
+        rows = [dict(r, memory_waits_per_iter=4) if r["kind"] == "decode" else r for r in rows]
+        self.assertIn("71 % (mio, 1 SHFL, 4 mem waits)", self.report.v100_model_section(rows))
 
 
 class CommandLine(unittest.TestCase):
