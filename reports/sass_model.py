@@ -357,7 +357,8 @@ def memory_waits(body):
     issued before that last wait were in flight during it, so a wait on
     them alone is not counted (two loads then two stores: one latency, not
     two); nor is a load waited for in the next pass (it had the rest of
-    this one).  None without control bits."""
+    this one, though a wait right after the back edge is a latency too:
+    ld-wait shows those).  None without control bits."""
     if any(control(ins) is None for ins in body):
         return None
     pending = {}      # scoreboard -> the count of waits when its latest global load was issued

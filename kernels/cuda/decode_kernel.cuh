@@ -246,7 +246,8 @@ __global__ void __launch_bounds__(WK * WN * 32, (DecodeCfg<Deq, NI, WK, MT, UU, 
     auto step_k0_offset = [](int v) { return ((v / PR) * WK * PR + v % PR) * C::kStepK; };
 
     /* A fast step's X (rows x 128 from k0, 16-byte aligned rows) into ring
-     * slot u, by cp.async.  Thread xt copies 16 bytes at column 8 (xt % 16)
+     * slot u, by cp.async (below SM80 by loads and stores, kXBatch at a
+     * time).  Thread xt copies 16 bytes at column 8 (xt % 16)
      * of rows xt / 16 + XR t: from xlane, to xdst, plus constants per t. */
     constexpr int XC = (BM + XR - 1) / XR; /* copies per thread and step */
     auto load_x = [&](int k0, int u) {

@@ -47,7 +47,7 @@
  * bits shifted right by one land on FP16's exponent and mantissa and give
  * the value times 2^-8 exactly (subnormals included, the biases differ by 8;
  * the NaN codes 0x7F/0xFF come out as 1.875, the quantizer never makes
- * them).  The 2^8 is folded into the FP32 block scale.  On SM89+ the
+ * them).  The 2^8 is the epilogue factor (VG_F8_POST).  On SM89+ the
  * hardware cvt.rn.f16x2.e4m3x2 does the same in one instruction per pair.  The suite checks
  * this decode against vg_e4m3_to_f32 for every code.
  */

@@ -94,8 +94,11 @@ static __device__ __forceinline__ void cp_async_wait()
  * registers and a store, and the store waits for its load, so a thread
  * that copies T pieces in a row waits for memory T times.  A kernel that
  * copies several pieces per thread there issues all their loads first
- * (ld_global16_nc: through L1 and read-only, for data no thread of the kernel writes) and then the stores (st_shared16): one wait per batch.
- * Both are volatile so that the loads stay ahead of the stores. */
+ * (ld_global16_nc: through L1 and read-only, for data no thread of the
+ * kernel writes) and then the stores (st_shared16): one wait per batch.
+ * Both are volatile, which keeps nvcc's order; ptxas schedules on its own
+ * (in the sm_70 decode loops the pairs stay load, load, store, store; a
+ * prologue copy had a store move ahead of a later load). */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define VG_CP_ASYNC 1
 #else
