@@ -352,27 +352,31 @@ def _is_global_load(ins):
 def memory_waits(body):
     """The memory latencies one pass over the hot loop spends waiting, by
     the control bits: an instruction that waits on a global load issued
-    earlier in the same pass, and after the last such wait, holds the warp
-    for that load's latency, which only other warps can cover.  Loads
-    issued before that last wait were in flight during it, so a wait on
-    them alone is not counted (two loads then two stores: one latency, not
-    two); nor is a load waited for in the next pass (it had the rest of
-    this one, though a wait right after the back edge is a latency too:
-    ld-wait shows those).  None without control bits."""
+    after the last such wait (in this pass or, across the back edge, the
+    one before) holds the warp for that load's latency, which only other
+    warps can cover.  Loads issued before that last wait were in flight
+    during it, so a wait on them alone is not counted: two loads then two
+    stores are one latency, not two, and a load issued one pass ahead
+    counts only where nothing else waited in between.  The loop runs twice
+    and the second pass is scored, so a wait at the loop's head on a load
+    at its end counts.  None without control bits."""
     if any(control(ins) is None for ins in body):
         return None
-    pending = {}      # scoreboard -> the count of waits when its latest global load was issued
+    pending = {}      # scoreboard -> the wait count when its latest global load was issued
     waits = 0
-    for ins in body:
-        write, mask = control(ins)
-        hit = [sb for sb in pending if mask >> sb & 1]
-        if any(pending[sb] == waits for sb in hit):
-            waits += 1
-        for sb in hit:
-            del pending[sb]
-        if write != 7 and _is_global_load(ins):
-            pending[write] = waits
-    return waits
+    for pass_no in range(2):
+        if pass_no == 1:
+            start = waits
+        for ins in body:
+            write, mask = control(ins)
+            hit = [sb for sb in pending if mask >> sb & 1]
+            if any(pending[sb] == waits for sb in hit):
+                waits += 1
+            for sb in hit:
+                del pending[sb]
+            if write != 7 and _is_global_load(ins):
+                pending[write] = waits
+    return waits - start
 
 
 def control(ins):

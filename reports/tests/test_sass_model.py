@@ -185,14 +185,22 @@ class LoadUse(unittest.TestCase):
                    I(0x30, "", "STS.128", "[R20+0x220], R8", c(wait=0b000010)),
                    I(0x40, "", "BRA", "0x0", c())]
         self.assertEqual(sass_model.memory_waits(batched), 1)
-        # a load first waited for in the next pass (at the loop's head) and
-        # a wait on a shared-memory load cost no memory latency in this one
+        # a load at the loop's end waited for at its head, across the back
+        # edge, is a latency; a wait on a shared-memory load is not
         ahead = [I(0x00, "", "BRA", "0x80", c(wait=0b000001)),
                  I(0x10, "", "LDS.U.128", "R8, [R30]", c(write=2)),
                  I(0x20, "", "HMMA.884.F32.F32.STEP0", "R40, R8.ROW, R8.COL, R40", c(wait=0b000100)),
                  I(0x30, "", "LDG.E.128.CONSTANT.SYS", "R4, [R10]", c(write=0)),
                  I(0x40, "", "BRA", "0x0", c())]
-        self.assertEqual(sass_model.memory_waits(ahead), 0)
+        self.assertEqual(sass_model.memory_waits(ahead), 1)
+        # a load one pass ahead with another wait in between was in flight
+        # during that one: the X copy's wait counts, the W load's does not
+        prefetch = [I(0x00, "", "HMMA.884.F32.F32.STEP0", "R40, R4.ROW, R8.COL, R40", c(wait=0b000001)),
+                    I(0x10, "", "LDG.E.128.CONSTANT.SYS", "R4, [R10]", c(write=0)),    # W, next pass
+                    I(0x20, "", "LDG.E.128.CONSTANT.SYS", "R12, [R14]", c(write=1)),   # X
+                    I(0x30, "", "STS.128", "[R20], R12", c(wait=0b000010)),
+                    I(0x40, "", "BRA", "0x0", c())]
+        self.assertEqual(sass_model.memory_waits(prefetch), 1)
         for ins in ahead:
             ins.ctrl = None
         self.assertIsNone(sass_model.memory_waits(ahead))
