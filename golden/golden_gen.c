@@ -444,12 +444,15 @@ static const int32_t DENSE_M_SHORT[] = {1, 6, 65};
 static const int32_t GROUP_T[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 32};
 static const int32_t WO_A_T[] = {6};
 /* moe routings over 8 experts: uneven with empty experts, one hot expert,
- * a ramp, and every expert at one token */
+ * a ramp, every expert at one token, and groups of 1-3 token tiles of 16
+ * rows beside small and empty ones (the grouped 16-row plan's several
+ * tiles per group, which the CUDA rule picks for it) */
 static const int32_t MOE_ROUTINGS[] = {
     3, 0, 7, 1, 12, 0, 2, 5,
     0, 0, 16, 0, 0, 1, 0, 0,
     1, 2, 3, 4, 5, 6, 7, 8,
     1, 1, 1, 1, 1, 1, 1, 1,
+    40, 0, 17, 3, 9, 1, 0, 5,
 };
 
 enum { CASES_DENSE, CASES_DENSE_SHORT, CASES_GROUP, CASES_WO_A, CASES_MOE };

@@ -1,6 +1,8 @@
 /*
  * vg_gemm_check_args(): the one validation every launcher runs before it
  * touches Y.  Each check has its own message naming what is wrong.
+ * vg_gemm_row_tiles(): what a backend's rule reads of how a call's rows
+ * fall into its groups.
  */
 #include "kernels.h"
 
@@ -100,4 +102,26 @@ vg_status vg_gemm_check_args(const vg_gemm_args *a)
                            path, fam, (int)w->groups, (int)o[w->groups], (int)a->m);
     }
     return VG_OK;
+}
+
+int32_t vg_gemm_row_tiles(const vg_gemm_args *a, int32_t tile_m, int32_t *busy)
+{
+    int32_t tiles = 0, groups = 0;
+    if (tile_m > 0) {
+        if (a->path == VG_PATH_DENSE || !a->offsets_host) {
+            tiles = (a->m + tile_m - 1) / tile_m;
+            groups = a->m > 0;
+        } else {
+            for (int32_t g = 0; g < a->w.groups; g++) {
+                const int32_t rows = a->offsets_host[g + 1] - a->offsets_host[g];
+                if (rows > 0) {
+                    tiles += (rows + tile_m - 1) / tile_m;
+                    groups++;
+                }
+            }
+        }
+    }
+    if (busy)
+        *busy = groups;
+    return tiles;
 }

@@ -19,21 +19,23 @@ vg_status vg_cuda_device_count(int *count)
 vg_status vg_cuda_device_arch(int ordinal, int *arch) { (void)ordinal; (void)arch; return absent(); }
 size_t vg_cuda_plan_count(void) { return 0; }
 const vg_plan *vg_cuda_plan_at(size_t i) { (void)i; return NULL; }
-const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k)
+const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k,
+                               const vg_gemm_args *call)
 {
-    (void)f; (void)path; (void)rows; (void)n; (void)k;
+    (void)f; (void)path; (void)rows; (void)n; (void)k; (void)call;
     return NULL;
 }
 const vg_plan *vg_cuda_heuristic_native(vg_family f, vg_path path, int32_t rows, int32_t n,
-                                        int32_t k)
+                                        int32_t k, const vg_gemm_args *call)
 {
-    return vg_cuda_heuristic(f, path, rows, n, k);
+    return vg_cuda_heuristic(f, path, rows, n, k, call);
 }
 const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, int32_t n,
-                                     int32_t k, int smem_limit, int dq_rows, int sm_major)
+                                     int32_t k, int smem_limit, int dq_rows, int sm_major,
+                                     const vg_gemm_args *call)
 {
     (void)f; (void)path; (void)rows; (void)n; (void)k; (void)smem_limit; (void)dq_rows;
-    (void)sm_major;
+    (void)sm_major; (void)call;
     return NULL;
 }
 vg_status vg_cuda_blas_prepare(int *offered, const char **why)

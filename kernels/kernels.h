@@ -20,16 +20,21 @@ extern "C" {
 /* Shapes, pointers, scale shape, alignment, offsets (monotone, from 0 to m)
  * and output type.  Host-side; reads offsets_host only. */
 vg_status vg_gemm_check_args(const vg_gemm_args *a);
+/* Token tiles of tile_m rows a call makes, each group's rows rounded up to
+ * whole tiles (dense: ceil(m / tile_m)), with the groups that have rows in
+ * *busy (may be NULL).  A grouped call's offsets_host must be valid. */
+int32_t vg_gemm_row_tiles(const vg_gemm_args *a, int32_t tile_m, int32_t *busy);
 
 /* ---- CPU backend (kernels/cpu/) ---------------------------------------- */
 size_t vg_cpu_plan_count(void);
 const vg_plan *vg_cpu_plan_at(size_t i);
 /* The fixed rule used when nothing measured applies.  Never NULL for a
  * valid family/path. */
-const vg_plan *vg_cpu_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k);
+const vg_plan *vg_cpu_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k,
+                               const vg_gemm_args *call);
 /* The rule without the dequantize-once plans (a policy's workspace cap). */
 const vg_plan *vg_cpu_heuristic_native(vg_family f, vg_path path, int32_t rows, int32_t n,
-                                       int32_t k);
+                                       int32_t k, const vg_gemm_args *call);
 vg_status vg_cpu_workspace_bytes(const vg_plan *p, const vg_gemm_args *a, size_t *bytes);
 vg_status vg_cpu_gemm(const vg_plan *p, const vg_gemm_args *a);
 
@@ -40,19 +45,23 @@ vg_status vg_cuda_device_count(int *count);
 vg_status vg_cuda_device_arch(int ordinal, int *arch);
 size_t vg_cuda_plan_count(void);
 const vg_plan *vg_cuda_plan_at(size_t i);
-const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k);
+const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k,
+                               const vg_gemm_args *call);
 /* VG_ERR_INTERNAL, naming it, when the rule can name a plan id the plan
  * table does not have (the cuda backend's open fails on it). */
 vg_status vg_cuda_plan_table_check(void);
 /* The rule as if the device did not offer the dequantize + cuBLAS kind. */
 const vg_plan *vg_cuda_heuristic_native(vg_family f, vg_path path, int32_t rows, int32_t n,
-                                        int32_t k);
+                                        int32_t k, const vg_gemm_args *call);
 /* The same rule for a device with smem_limit bytes of opt-in shared memory
  * per block, compute capability major sm_major, that takes the dequantize
  * + cuBLAS kind from dq_rows rows (0: the kind is not offered;
- * vg_cuda_heuristic: the current device's facts). */
+ * vg_cuda_heuristic: the current device's facts).  `call`, where not NULL,
+ * is the call, whose groups' rows the rule weighs for grouped calls (moe
+ * routing is rarely even: KERNELS.md D43); NULL: every group at `rows`. */
 const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, int32_t n,
-                                     int32_t k, int smem_limit, int dq_rows, int sm_major);
+                                     int32_t k, int smem_limit, int dq_rows, int sm_major,
+                                     const vg_gemm_args *call);
 /* Rows (M, or rows of the largest group) from which the rule takes the
  * dequantize + cuBLAS plan where the device offers it (KERNELS.md D34,
  * D36): SM80+ from 129, where the H100 crossover had the mid decode plans

@@ -26,11 +26,15 @@ typedef struct vg_backend_ops {
 
     size_t (*plan_count)(void);
     const vg_plan *(*plan_at)(size_t i);
-    const vg_plan *(*heuristic)(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k);
+    /* The fixed rule for a call of `rows` rows (M, or its largest group's);
+     * `call`, when not NULL, is the call itself, whose groups' rows the rule
+     * may weigh (moe routing is rarely even); NULL: every group at `rows`. */
+    const vg_plan *(*heuristic)(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k,
+                                 const vg_gemm_args *call);
     /* The same rule without the plans that need a large workspace (the
      * dequantize + cuBLAS kind): where the policy's cap refuses those. */
     const vg_plan *(*heuristic_native)(vg_family f, vg_path path, int32_t rows, int32_t n,
-                                       int32_t k);
+                                       int32_t k, const vg_gemm_args *call);
     vg_status (*workspace_bytes)(const vg_plan *p, const vg_gemm_args *a, size_t *bytes);
     vg_status (*launch)(void *ctx, const vg_plan *p, const vg_gemm_args *a);
 

@@ -99,11 +99,11 @@ vg_status vg_decide_heuristic(vg_device *dev, const vg_gemm_args *args, vg_choic
 {
     c->decision = VG_DECISION_HEURISTIC;
     c->why = why;
-    c->plan = dev->ops->heuristic(args->w.family, c->path, c->rows, args->w.n, args->w.k);
+    c->plan = dev->ops->heuristic(args->w.family, c->path, c->rows, args->w.n, args->w.k, args);
     if (vg_plan_over_workspace_cap(dev, c, args, c->plan)) {
         c->note = VG_REASON_DEQUANT_OVER_CAP;
         c->plan =
-            dev->ops->heuristic_native(args->w.family, c->path, c->rows, args->w.n, args->w.k);
+            dev->ops->heuristic_native(args->w.family, c->path, c->rows, args->w.n, args->w.k, args);
     }
     if (!c->plan)
         return vg_fail(VG_ERR_UNSUPPORTED, "%s backend has no plan for %s/%s with %d rows",

@@ -459,7 +459,7 @@ static void frozen_rank_refuses(void **state)
     G.r[0].freeze_first = 1;
     group_run(&G);
     assert_refused_alike(&G, VG_DECISION_HEURISTIC,
-                         vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, ROWS, 128, 128));
+                         vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, ROWS, 128, 128, NULL));
     group_close(&G);
 }
 
@@ -489,7 +489,7 @@ static void tuning_off_rank_means_heuristic(void **state)
     G.r[0].freeze_first = 1;   /* frozen and tuning-off at once: heuristic wins */
     group_run(&G);
     assert_refused_alike(&G, VG_DECISION_HEURISTIC,
-                         vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, ROWS, 128, 128));
+                         vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, ROWS, 128, 128, NULL));
     group_close(&G);
 }
 
@@ -570,7 +570,7 @@ static void untimed_candidates(void **state)
         assert_int_equal(G.r[q].handled, 1);
         assert_int_equal(G.r[q].c.decision, VG_DECISION_HEURISTIC);
         assert_ptr_equal(G.r[q].c.plan,
-                         vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, ROWS, 128, 128));
+                         vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, ROWS, 128, 128, NULL));
         assert_int_equal(G.r[q].measured_after, G.r[q].measured_before);
     }
     group_close(&G);
@@ -704,7 +704,7 @@ static void freeze_since_the_decision(void **state)
     G.r[1].between_freeze = 1;
     group_run(&G);
     assert_refused_alike(&G, VG_DECISION_HEURISTIC,
-                         vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, ROWS, 128, 128));
+                         vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, ROWS, 128, 128, NULL));
     group_close(&G);
 }
 

@@ -262,18 +262,18 @@ static void heuristic_rule(void **state)
 {
     (void)state;
     /* decode: split-K by K */
-    assert_int_equal(vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, 1, 4096, 512)->split_k, 1);
-    assert_int_equal(vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, 16, 4096, 4096)->split_k, 2);
-    assert_int_equal(vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, 4, 4096, 8192)->split_k, 4);
-    assert_string_equal(vg_cpu_heuristic(VG_FAMILY_AWQ, VG_PATH_DENSE, 40, 4096, 4096)->id,
+    assert_int_equal(vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, 1, 4096, 512, NULL)->split_k, 1);
+    assert_int_equal(vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, 16, 4096, 4096, NULL)->split_k, 2);
+    assert_int_equal(vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, 4, 4096, 8192, NULL)->split_k, 4);
+    assert_string_equal(vg_cpu_heuristic(VG_FAMILY_AWQ, VG_PATH_DENSE, 40, 4096, 4096, NULL)->id,
                         "cpu.dense.m16n64k128.sk1");
-    assert_string_equal(vg_cpu_heuristic(VG_FAMILY_AWQ, VG_PATH_DENSE, 65, 4096, 4096)->id,
+    assert_string_equal(vg_cpu_heuristic(VG_FAMILY_AWQ, VG_PATH_DENSE, 65, 4096, 4096, NULL)->id,
                         "cpu.dense.m32n64k128.sk1");
-    assert_string_equal(vg_cpu_heuristic(VG_FAMILY_NVFP4, VG_PATH_GROUPED, 6, 1024, 4096)->id,
+    assert_string_equal(vg_cpu_heuristic(VG_FAMILY_NVFP4, VG_PATH_GROUPED, 6, 1024, 4096, NULL)->id,
                         "cpu.grouped.m16n32k128.sk1");
     /* loop follows the dense rule on its largest group */
-    assert_ptr_equal(vg_cpu_heuristic(VG_FAMILY_FP16, VG_PATH_LOOP, 40, 1024, 4096),
-                     vg_cpu_heuristic(VG_FAMILY_FP16, VG_PATH_DENSE, 40, 1024, 4096));
+    assert_ptr_equal(vg_cpu_heuristic(VG_FAMILY_FP16, VG_PATH_LOOP, 40, 1024, 4096, NULL),
+                     vg_cpu_heuristic(VG_FAMILY_FP16, VG_PATH_DENSE, 40, 1024, 4096, NULL));
     /* whatever the call, the rule's plan applies to it (grouped stops at 16 rows) */
     static const int32_t rows[] = {0, 1, 6, 16, 17, 40, 64, 65, 500};
     static const int32_t ks[] = {64, 512, 4096, 8192};
@@ -282,13 +282,13 @@ static void heuristic_rule(void **state)
             for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
                 for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++) {
                     const vg_plan *p = vg_cpu_heuristic((vg_family)f, (vg_path)path, rows[r],
-                                                        1024, ks[k]);
+                                                        1024, ks[k], NULL);
                     assert_non_null(p);
                     if (path == VG_PATH_GROUPED && rows[r] > GROUPED_DECODE_MAX_TOKENS)
                         continue;
                     assert_true(vg_plan_applies(p, (vg_family)f, (vg_path)path, rows[r]));
                 }
-    assert_null(vg_cpu_heuristic(VG_FAMILY_COUNT, VG_PATH_DENSE, 1, 64, 64));
+    assert_null(vg_cpu_heuristic(VG_FAMILY_COUNT, VG_PATH_DENSE, 1, 64, 64, NULL));
 }
 
 /* ---- argument checks: refused, Y untouched --------------------------------------------- */
@@ -409,8 +409,8 @@ static void bad_arguments_leave_y_untouched(void **state)
         float *y = malloc(count * sizeof *y);
         assert_non_null(y);
         memset(y, 0xFF, count * sizeof *y); /* NaN poison */
-        vg_plan plan = *(dense ? vg_cpu_heuristic(b->family, VG_PATH_DENSE, 16, N, K)
-                               : vg_cpu_heuristic(b->family, VG_PATH_GROUPED, 6, N, K));
+        vg_plan plan = *(dense ? vg_cpu_heuristic(b->family, VG_PATH_DENSE, 16, N, K, NULL)
+                               : vg_cpu_heuristic(b->family, VG_PATH_GROUPED, 6, N, K, NULL));
         plan.split_k = 1;
         plan.id = "test.copy";
         vg_gemm_args a = case_args(&c, y, VG_DTYPE_F32);
@@ -446,7 +446,7 @@ static void good_arguments_write_all_of_y(void **state)
     memset(y, 0xFF, sizeof y);
     vg_gemm_args a = case_args(&c, y, VG_DTYPE_F32);
     assert_int_equal(vg_gemm_check_args(&a), VG_OK);
-    assert_int_equal(vg_cpu_gemm(vg_cpu_heuristic(VG_FAMILY_AWQ, VG_PATH_GROUPED, 6, N, K), &a),
+    assert_int_equal(vg_cpu_gemm(vg_cpu_heuristic(VG_FAMILY_AWQ, VG_PATH_GROUPED, 6, N, K, NULL), &a),
                      VG_OK);
     for (size_t j = 0; j < 16 * N; j++)
         assert_false(isnan(y[j]));

@@ -46,14 +46,14 @@ static void test_timer_every_family(void **state)
         tc_case c;
         tc_make(&c, fams[f], VG_PATH_DENSE, 3, 256, 1024, 1, NULL, 800 + f);
         c.args.stream = NULL;
-        tc_time_plan(&c, vg_cuda_heuristic(fams[f], VG_PATH_DENSE, 3, 256, 1024),
+        tc_time_plan(&c, vg_cuda_heuristic(fams[f], VG_PATH_DENSE, 3, 256, 1024, NULL),
                      tc_tol(fams[f], VG_DTYPE_F32));
         tc_free(&c);
         int32_t cnt[3] = {2, 0, 5}, off[4];
         tc_offsets(off, cnt, 3);
         tc_make(&c, fams[f], VG_PATH_LOOP, off[3], 256, 512, 3, off, 810 + f);
         c.args.stream = NULL;
-        tc_time_plan(&c, vg_cuda_heuristic(fams[f], VG_PATH_LOOP, 5, 256, 512),
+        tc_time_plan(&c, vg_cuda_heuristic(fams[f], VG_PATH_LOOP, 5, 256, 512, NULL),
                      tc_tol(fams[f], VG_DTYPE_F32));
         tc_free(&c);
     }

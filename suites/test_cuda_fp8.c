@@ -317,7 +317,7 @@ static void test_bad_arguments_refused(void **state)
     tc_offsets(off, cnt, 4);
     tc_case c;
     tc_make(&c, VG_FAMILY_FP8, VG_PATH_GROUPED, 8, 256, 512, 4, off, 5);
-    const vg_plan *grouped = vg_cuda_heuristic(VG_FAMILY_FP8, VG_PATH_GROUPED, 2, 256, 512);
+    const vg_plan *grouped = vg_cuda_heuristic(VG_FAMILY_FP8, VG_PATH_GROUPED, 2, 256, 512, NULL);
     assert_non_null(grouped);
     vg_gemm_args a;
 
@@ -348,7 +348,7 @@ static void test_bad_arguments_refused(void **state)
     expect_refused(&c, &unknown, &c.args, VG_ERR_NOT_FOUND, "unknown plan");
 
     /* A dense plan on the grouped path, a decode plan above its rows. */
-    const vg_plan *dense = vg_cuda_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, 2, 256, 512);
+    const vg_plan *dense = vg_cuda_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, 2, 256, 512, NULL);
     expect_refused(&c, dense, &c.args, VG_ERR_UNSUPPORTED, "dense plan on the grouped path");
     const vg_plan *split = NULL;
     for (size_t i = 0; i < vg_cuda_plan_count(); i++) {
@@ -470,7 +470,7 @@ static void test_heuristic_applies(void **state)
             if (paths[p] == VG_PATH_GROUPED && rows[r] > GROUPED_DECODE_MAX_TOKENS)
                 continue;
             for (int f = 0; f < VG_FAMILY_COUNT; f++) {
-                const vg_plan *h = vg_cuda_heuristic((vg_family)f, paths[p], rows[r], 1024, 4096);
+                const vg_plan *h = vg_cuda_heuristic((vg_family)f, paths[p], rows[r], 1024, 4096, NULL);
                 assert_non_null(h);
                 assert_true(vg_plan_applies(h, (vg_family)f, paths[p], rows[r]));
             }
@@ -499,7 +499,7 @@ static int rule_sweep(const int *limits, size_t nl, const int32_t *rows, size_t 
                                 if (paths[p] == VG_PATH_GROUPED && rows[r] > GROUPED_DECODE_MAX_TOKENS)
                                     continue;
                                 const vg_plan *h = vg_cuda_heuristic_for((vg_family)f, paths[p], rows[r], ns[n],
-                                                                         4096, limits[l], dq_rows_of[dq], major);
+                                                                         4096, limits[l], dq_rows_of[dq], major, NULL);
                                 assert_non_null(h);
                                 assert_true(vg_plan_applies(h, (vg_family)f, paths[p], rows[r]));
                                 if (check)
@@ -557,13 +557,13 @@ static void test_rule_mid_rows(void **state)
     for (int f = 0; f < VG_FAMILY_COUNT; f++)
         for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
             const int32_t m = rows[r];
-            const vg_plan *h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_DENSE, m, 4096, 4096, smem, 0, 9);
+            const vg_plan *h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_DENSE, m, 4096, 4096, smem, 0, 9, NULL);
             assert_non_null(h);
             assert_int_equal(h->kind, m <= 256 ? VG_KIND_DECODE : VG_KIND_TILED);
             assert_true(h->tile_m == (m <= 32 ? 16 : m <= 256 ? 64 : h->tile_m));
             assert_true(vg_plan_offered(h, (vg_family)f, VG_PATH_DENSE, m));
             h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_LOOP, m, 4096, 4096, smem,
-                                      VG_CUDA_DQBLAS_ROWS_SM80, 8);
+                                      VG_CUDA_DQBLAS_ROWS_SM80, 8, NULL);
             assert_non_null(h);
             /* fp16's "dequantization" is no copy: cuBLAS from 17 rows */
             assert_int_equal(h->kind, m >= VG_CUDA_DQBLAS_ROWS_SM80 || f == VG_FAMILY_FP16
@@ -572,7 +572,7 @@ static void test_rule_mid_rows(void **state)
             /* SM70 (the V100 model, KERNELS.md D38): the quantized
              * families' mid decode plans at 65-128 rows, the tiled plans
              * elsewhere (and for fp16) */
-            h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_DENSE, m, 4096, 4096, 96 << 10, 0, 7);
+            h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_DENSE, m, 4096, 4096, 96 << 10, 0, 7, NULL);
             assert_non_null(h);
             assert_true(vg_cuda_plan_smem(h, (vg_family)f) <= 96 << 10);
             if (f == VG_FAMILY_FP16 || m <= 64 || m > 128) {
@@ -583,11 +583,11 @@ static void test_rule_mid_rows(void **state)
                 assert_true(vg_plan_offered(h, (vg_family)f, VG_PATH_DENSE, m));
             }
             /* N = 1024 on SM70: the mid tile to 64 rows, mid decode split 2 above */
-            h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_LOOP, m, 1024, 4096, 96 << 10, 0, 7);
+            h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_LOOP, m, 1024, 4096, 96 << 10, 0, 7, NULL);
             assert_int_equal(h->kind, f != VG_FAMILY_FP16 && m > 64 && m <= 256 ? VG_KIND_DECODE
                                                                                 : VG_KIND_TILED);
             /* N = 1024 (wo_a's groups): the 16-row tiles to 64 rows */
-            h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_LOOP, m, 1024, 4096, smem, 0, 9);
+            h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_LOOP, m, 1024, 4096, smem, 0, 9, NULL);
             assert_non_null(h);
             assert_int_equal(h->kind, m <= 256 ? VG_KIND_DECODE : VG_KIND_TILED);
             assert_true(m > 64 || h->tile_m == 16);
@@ -612,7 +612,7 @@ static void test_rule_grouped_rows(void **state)
             const int32_t m = rows[r];
             const vg_family fam = (vg_family)f;
             const vg_plan *h = vg_cuda_heuristic_for(fam, VG_PATH_MOE, m, 1024, 4096, smem,
-                                                     VG_CUDA_DQBLAS_ROWS_SM80, 9);
+                                                     VG_CUDA_DQBLAS_ROWS_SM80, 9, NULL);
             assert_non_null(h);
             const int last = fam == VG_FAMILY_FP16 ? 128 : 256;
             const int wk2_last = fam == VG_FAMILY_FP16 ? 128 : 64;
@@ -626,11 +626,99 @@ static void test_rule_grouped_rows(void **state)
                 assert_true(vg_plan_offered(h, fam, VG_PATH_MOE, m));
             }
             /* without the dequantize + cuBLAS kind, above that: the mid tile */
-            h = vg_cuda_heuristic_for(fam, VG_PATH_MOE, m, 1024, 4096, smem, 0, 9);
+            h = vg_cuda_heuristic_for(fam, VG_PATH_MOE, m, 1024, 4096, smem, 0, 9, NULL);
             assert_int_equal(h->kind, m <= last ? VG_KIND_DECODE : VG_KIND_TILED);
-            h = vg_cuda_heuristic_for(fam, VG_PATH_MOE, m, 1024, 4096, 96 << 10, 0, 7);
+            h = vg_cuda_heuristic_for(fam, VG_PATH_MOE, m, 1024, 4096, 96 << 10, 0, 7, NULL);
             assert_int_equal(h->kind, VG_KIND_TILED);
         }
+}
+
+/* A moe call of 8 groups of N=1024 with `tokens` rows each (host offsets
+ * only: the rule reads nothing else of the call). */
+static vg_gemm_args moe_call(vg_family f, const int32_t tokens[8], int32_t offsets[9])
+{
+    vg_gemm_args a;
+    memset(&a, 0, sizeof a);
+    a.path = VG_PATH_MOE;
+    a.w.family = f;
+    a.w.n = 1024;
+    a.w.k = 4096;
+    a.w.groups = 8;
+    offsets[0] = 0;
+    for (int g = 0; g < 8; g++)
+        offsets[g + 1] = offsets[g] + tokens[g];
+    a.m = offsets[8];
+    a.offsets_host = offsets;
+    return a;
+}
+
+/* Uneven moe routing (a router's load falls off over its experts): where
+ * the largest group has 17-64 rows but the call's 16-row token tiles are
+ * few for its groups with rows, the grouped 16-row plan (one tile per 16
+ * rows of each group) in place of a 64-row tile per group.  SM80+: at most
+ * 3/2 tiles per group, every family; SM70: the 4-bit families at most 5/4
+ * (the V100 model); even rows, a call the rule is not shown (NULL) and
+ * small N keep the plans the largest group's rows give. */
+static void test_rule_uneven_moe(void **state)
+{
+    (void)state;
+    if (vg_cuda_plan_count() == 0) {
+        vgtest_skip("built without CUDA");
+    }
+    const char *m16 = "cuda.grouped.decode.m16n16w4.u2.sk1";
+    const int smem = 227 << 10;
+    /* 47 rows in the first group: 11 tiles for 8 groups (the bench's skewed
+     * routing at 16 tokens per group); 12 tiles for 8; 13 for 8 (over 3/2);
+     * 10 for 8 with 40 in the first (5/4); 16 tiles for 8 (even, 32 each) */
+    static const int32_t skew11[8] = {47, 23, 16, 12, 9, 8, 7, 6};
+    static const int32_t skew12[8] = {64, 17, 16, 16, 4, 3, 2, 1};
+    static const int32_t skew13[8] = {64, 17, 17, 16, 4, 3, 2, 1};
+    static const int32_t skew10[8] = {40, 16, 16, 10, 8, 4, 2, 1};
+    static const int32_t even32[8] = {32, 32, 32, 32, 32, 32, 32, 32};
+    static const int32_t one_hot[8] = {0, 0, 40, 0, 0, 0, 0, 0};
+    int32_t off[9];
+    for (int f = 0; f < VG_FAMILY_COUNT; f++) {
+        const vg_family fam = (vg_family)f;
+        const int four_bit = fam != VG_FAMILY_FP16 && fam != VG_FAMILY_FP8;
+        struct {
+            const int32_t *tokens;
+            int sm80, sm70; /* 1: the 16-row plan */
+        } cases[] = {{skew11, 1, 0}, {skew12, 1, 0}, {skew13, 0, 0},
+                     {skew10, 1, four_bit}, {even32, 0, 0}, {one_hot, 0, 0}};
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            vg_gemm_args a = moe_call(fam, cases[c].tokens, off);
+            const int32_t rows = vg_gemm_max_group_rows(&a);
+            for (int major = 7; major <= 9; major += 2) {
+                const vg_plan *h = vg_cuda_heuristic_for(fam, VG_PATH_MOE, rows, 1024, 4096,
+                                                         major == 9 ? smem : 96 << 10,
+                                                         major == 9 ? VG_CUDA_DQBLAS_ROWS_SM80
+                                                                    : VG_CUDA_DQBLAS_ROWS_SM70,
+                                                         major, &a);
+                const vg_plan *even = vg_cuda_heuristic_for(fam, VG_PATH_MOE, rows, 1024, 4096,
+                                                            major == 9 ? smem : 96 << 10,
+                                                            major == 9 ? VG_CUDA_DQBLAS_ROWS_SM80
+                                                                       : VG_CUDA_DQBLAS_ROWS_SM70,
+                                                            major, NULL);
+                assert_non_null(h);
+                assert_non_null(even);
+                assert_true(vg_plan_applies(h, fam, VG_PATH_MOE, rows));
+                if (major == 9 ? cases[c].sm80 : cases[c].sm70) {
+                    assert_string_equal(h->id, m16);
+                    assert_true(vg_plan_offered(h, fam, VG_PATH_MOE, rows));
+                } else {
+                    assert_ptr_equal(h, even);
+                }
+                assert_int_equal(even->tile_m, major == 9 ? 64 : even->tile_m);
+                assert_string_not_equal(even->id, m16);
+            }
+        }
+        /* N = 256 (16 N tiles): too few blocks for one tile per group */
+        vg_gemm_args a = moe_call(fam, skew11, off);
+        a.w.n = 256;
+        const vg_plan *h = vg_cuda_heuristic_for(fam, VG_PATH_MOE, 47, 256, 4096, smem,
+                                                 VG_CUDA_DQBLAS_ROWS_SM80, 9, &a);
+        assert_string_not_equal(h->id, m16);
+    }
 }
 
 /* Every plan id the CUDA heuristic can name is in the table: with limits
@@ -687,6 +775,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_heuristic_fits_every_arch),
         cmocka_unit_test(test_rule_mid_rows),
         cmocka_unit_test(test_rule_grouped_rows),
+        cmocka_unit_test(test_rule_uneven_moe),
         cmocka_unit_test(test_heuristic_names_known_plans),
         cmocka_unit_test(test_e4m3_every_code),
         cmocka_unit_test(test_dense_every_plan),

@@ -99,7 +99,7 @@ static void beyond_limits_is_heuristic(void **state)
     assert_int_equal(info.decision, VG_DECISION_HEURISTIC);
     assert_string_equal(info.why, "over the tuning limit");
     assert_ptr_equal(info.plan, vg_cpu_heuristic(VG_FAMILY_FP16, VG_PATH_DENSE,
-                                                 VG_TUNE_MAX_BUCKET_ROWS + 1, EDGE_N, EDGE_K));
+                                                 VG_TUNE_MAX_BUCKET_ROWS + 1, EDGE_N, EDGE_K, NULL));
 
     a = layer_call(&g, VG_TUNE_MAX_GROUP_TOKENS);
     info = gemm_ok(dev, &a);
@@ -114,7 +114,7 @@ static void beyond_limits_is_heuristic(void **state)
     assert_int_equal(info.decision, VG_DECISION_HEURISTIC);
     assert_int_equal(info.path, VG_PATH_MOE);
     assert_ptr_equal(info.plan, vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_MOE,
-                                                 VG_TUNE_MAX_BUCKET_ROWS + 1, EDGE_N, EDGE_K));
+                                                 VG_TUNE_MAX_BUCKET_ROWS + 1, EDGE_N, EDGE_K, NULL));
     assert_int_equal(measured_total(dev), 5);
     layer_close(&d);
     layer_close(&g);
@@ -177,7 +177,7 @@ static void tuning_off_is_heuristic(void **state)
     vg_dispatch_info info = gemm_ok(dev, &a);
     assert_int_equal(info.decision, VG_DECISION_HEURISTIC);
     assert_string_equal(info.why, "tuning off");
-    assert_ptr_equal(info.plan, vg_cpu_heuristic(VG_FAMILY_MXFP4, VG_PATH_DENSE, 4, N, K));
+    assert_ptr_equal(info.plan, vg_cpu_heuristic(VG_FAMILY_MXFP4, VG_PATH_DENSE, 4, N, K, NULL));
     assert_int_equal(atomic_load(&s.calls), 0);
     assert_int_equal(vg_policy_leave(), VG_OK);
     layer_close(&l);
@@ -214,7 +214,7 @@ static void capture_refuses_measure(void **state)
     info = gemm_ok(dev, &a);                        /* above every measured: heuristic */
     assert_int_equal(info.decision, VG_DECISION_HEURISTIC);
     assert_string_equal(info.why, "capturing");
-    assert_ptr_equal(info.plan, vg_cpu_heuristic(VG_FAMILY_NVFP4, VG_PATH_DENSE, 7, N, K));
+    assert_ptr_equal(info.plan, vg_cpu_heuristic(VG_FAMILY_NVFP4, VG_PATH_DENSE, 7, N, K, NULL));
     assert_int_equal(atomic_load(&s.calls), calls);
     assert_int_equal(measured_total(dev), 1);
 

@@ -102,7 +102,7 @@ static vg_path rerouted(const vg_gemm_args *a, int32_t rows)
 }
 
 typedef const vg_plan *(*heuristic_fn)(vg_family f, vg_path path, int32_t rows, int32_t n,
-                                       int32_t k);
+                                       int32_t k, const vg_gemm_args *call);
 
 /* The spec, written out: what a frozen device that measured `shapes` must
  * answer for this call, with its backend's heuristic. */
@@ -124,7 +124,7 @@ static void expected_of(const measured_shape *shapes, int nshapes, heuristic_fn 
         *p = best->plan;
     } else {
         *d = VG_DECISION_HEURISTIC;
-        *p = heuristic(a->w.family, path, rows, a->w.n, a->w.k);
+        *p = heuristic(a->w.family, path, rows, a->w.n, a->w.k, a);
     }
 }
 
@@ -174,7 +174,7 @@ static void frozen_lookup_exact(void **state)
             assert_ptr_equal(info.plan, won[m <= 2 ? 0 : m <= 5 ? 1 : 2]);
         } else {
             assert_int_equal(info.decision, VG_DECISION_HEURISTIC);
-            assert_ptr_equal(info.plan, vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, m, N, K));
+            assert_ptr_equal(info.plan, vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, m, N, K, NULL));
         }
         /* Another width, another family, another partition: nothing measured there. */
         a = layer_call(&w.dense[VG_FAMILY_FP8][1], m);
@@ -223,7 +223,7 @@ static void frozen_reuses_next_larger_bucket(void **state)
     const int32_t heuristic[] = {257, VG_TUNE_MAX_BUCKET_ROWS, VG_TUNE_MAX_BUCKET_ROWS + 1};
     for (size_t i = 0; i < sizeof heuristic / sizeof heuristic[0]; i++)
         assert_ptr_equal(expect_call(dev, &l, heuristic[i], VG_DECISION_HEURISTIC).plan,
-                         vg_cpu_heuristic(VG_FAMILY_NVFP4, VG_PATH_DENSE, heuristic[i], N, K));
+                         vg_cpu_heuristic(VG_FAMILY_NVFP4, VG_PATH_DENSE, heuristic[i], N, K, NULL));
     assert_int_equal(atomic_load(&s.calls), calls);
     vg_tuning_state ts;
     assert_int_equal(vg_device_tuning_state(dev, &ts), VG_OK);

@@ -147,7 +147,7 @@ static int cmd_rule(int argc, char **argv)
             continue;
         for (int r = 0; r < nrows; r++) {
             const vg_plan *p = vg_cuda_heuristic_for((vg_family)f, path, rows[r], n, k, smem,
-                                                     dq_rows, major);
+                                                     dq_rows, major, NULL);
             printf("sm%d %-6s %-8s n%-6d k%-6d rows %-6d %-40s %s\n", (int)sm,
                    vg_family_name((vg_family)f), vg_path_name(path), (int)n, (int)k, (int)rows[r],
                    p ? p->id : "(none)", p ? vg_plan_kind_name(p->kind) : "-");

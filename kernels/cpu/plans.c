@@ -114,16 +114,19 @@ static const vg_plan *rule(vg_family f, vg_path path, int32_t rows, int32_t k, i
     return NULL;
 }
 
-const vg_plan *vg_cpu_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k)
+const vg_plan *vg_cpu_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k,
+                               const vg_gemm_args *call)
 {
     (void)n;
+    (void)call; /* the CPU plans differ by K, never by how rows fall into groups */
     return rule(f, path, rows, k, 1);
 }
 
 const vg_plan *vg_cpu_heuristic_native(vg_family f, vg_path path, int32_t rows, int32_t n,
-                                       int32_t k)
+                                       int32_t k, const vg_gemm_args *call)
 {
     (void)n;
+    (void)call;
     return rule(f, path, rows, k, 0);
 }
 

@@ -29,6 +29,7 @@
 #include "plan_kernels.cuh" /* first: dequant.cuh needs cuda_fp16.h */
 #include "dequant_blas.h"
 #include "kernels.h"
+#include "voltgate/family.h"
 
 __global__ void vg_splitk_reduce_kernel(const float *ws, void *y, int y_f16, size_t count,
                                         int splits)
@@ -340,6 +341,28 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
     return p;
 }
 
+/* Whether a grouped call whose largest group has 17-64 rows should run on
+ * the grouped 16-row plan: one 16-row token tile per 16 rows of each group,
+ * each tile a pass over its group's W (from L2 after the first: a group's
+ * tiles are adjacent grid rows), where the plans for such rows run one
+ * 64-row tile per group at about twice a 16-row tile's time, mostly empty
+ * when a router sends most tokens to a few experts.  So: where the call's
+ * 16-row tiles are few for its groups with rows.  SM80+, every family, at
+ * most 3/2 tiles per group (H100, fp8 wo_a: TODO).  SM70/75, the 4-bit
+ * families, at most 5/4, where the V100 model puts the grouped mid tile at
+ * 2x or more of the 16-row tiles (a model, D38's bar; TODO).  NULL call:
+ * every group at the largest's rows, which is never few. */
+static int mostly_one_tile(vg_family f, int sm_major, const vg_gemm_args *call)
+{
+    if (!call)
+        return 0;
+    int32_t busy = 0;
+    const int32_t tiles = vg_gemm_row_tiles(call, 16, &busy);
+    if (sm_major >= 8)
+        return 2 * tiles <= 3 * busy;
+    return vg_family_desc_of(f)->elem_bits == 4 && 4 * tiles <= 5 * busy;
+}
+
 /* The one fixed rule.  Decode sizes (<= 16 rows): the streaming decode
  * kernel with the plans the back-to-back tuner picked on an H200 (kernels/
  * cuda/KERNELS.md D18, D19): with >= 192 tiles of 16 rows of N, one block per tile;
@@ -366,7 +389,8 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
  * (dq_rows, 0 where it does not), dequantize once + cuBLAS (KERNELS.md
  * D34); fp16 from 17 rows (no copy to make). */
 const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, int32_t n,
-                                     int32_t k, int smem_limit, int dq_rows, int sm_major)
+                                     int32_t k, int smem_limit, int dq_rows, int sm_major,
+                                     const vg_gemm_args *call)
 {
     (void)k;
     if ((unsigned)f >= VG_FAMILY_COUNT || (unsigned)path >= VG_PATH_COUNT)
@@ -374,6 +398,8 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
     const int big = rows > 8;
     const int tiles = ceil_div(n, 16);
     const int grouped = path == VG_PATH_GROUPED || path == VG_PATH_MOE;
+    if (grouped && rows > 16 && rows <= 64 && tiles >= 32 && mostly_one_tile(f, sm_major, call))
+        return by_id("cuda.grouped.decode.m16n16w4.u2.sk1");
     /* Groups above 16 rows on SM80+: the grouped mid decode plans, one
      * launch for every group, ahead of the per-group cuBLAS calls (moe on
      * wo_a, H100: 23-27 us at 17-64 rows against 54-69 for the mid tile;
@@ -477,11 +503,13 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
                                            "cuda.dense.prefill.m64n64k64.s3.sk1"});
 }
 
-const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k)
+const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k,
+                               const vg_gemm_args *call)
 {
     /* per call where tuning is off: the device's facts asked once each */
     const int major = vg_cuda_device_major();
-    return vg_cuda_heuristic_for(f, path, rows, n, k, device_smem_limit(), dq_rows_here(major), major);
+    return vg_cuda_heuristic_for(f, path, rows, n, k, device_smem_limit(), dq_rows_here(major), major,
+                                 call);
 }
 
 /* Walks every branch of the rule (limits that no plan fits, 0, or only
@@ -501,7 +529,7 @@ vg_status vg_cuda_plan_table_check(void)
                     for (int32_t r : rows)
                         for (int32_t n : ns)
                             (void)vg_cuda_heuristic_for((vg_family)f, (vg_path)path, r, n, 4096,
-                                                        limits[l], dq_rows, major);
+                                                        limits[l], dq_rows, major, NULL);
     const char *missing = g_missing_id.load();
     if (missing)
         return vg_fail(VG_ERR_INTERNAL,
@@ -512,9 +540,10 @@ vg_status vg_cuda_plan_table_check(void)
 
 
 const vg_plan *vg_cuda_heuristic_native(vg_family f, vg_path path, int32_t rows, int32_t n,
-                                        int32_t k)
+                                        int32_t k, const vg_gemm_args *call)
 {
-    return vg_cuda_heuristic_for(f, path, rows, n, k, device_smem_limit(), 0, vg_cuda_device_major());
+    return vg_cuda_heuristic_for(f, path, rows, n, k, device_smem_limit(), 0, vg_cuda_device_major(),
+                                 call);
 }
 
 vg_status vg_cuda_workspace_bytes(const vg_plan *p, const vg_gemm_args *a, size_t *bytes)

@@ -600,7 +600,7 @@ static void scenario_refusal(const char *name, const char *reason)
             want = plan4;
             want_d = VG_DECISION_REUSE;
         } else {
-            want = vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, t, 128, 128);
+            want = vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_DENSE, t, 128, 128, NULL);
             want_d = VG_DECISION_HEURISTIC;
         }
         CHECK(info.decision == want_d && info.plan == want,
