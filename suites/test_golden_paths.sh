@@ -16,6 +16,6 @@ echo "nor this one" >"$TMP/bad2.h5"
     >"$TMP/out" 2>"$TMP/err"
 rc=$?
 last=$(tail -n 1 "$TMP/out")
-[ $rc = 2 ] && [ "$last" = "4 row(s): 4 passed, 0 failed; some files could not be used: $TMP/bad1.h5, $TMP/bad2.h5" ] ||
+[ $rc = 2 ] && [ "$last" = "5 row(s): 5 passed, 0 failed; some files could not be used: $TMP/bad1.h5, $TMP/bad2.h5" ] ||
     { echo "verify: exit $rc, last line '$last'"; exit 1; }
 echo "golden info DIR lists $(wc -l <"$TMP/got") files; verify names both unusable files"
