@@ -291,6 +291,32 @@ static void heuristic_rule(void **state)
     assert_null(vg_cpu_heuristic(VG_FAMILY_COUNT, VG_PATH_DENSE, 1, 64, 64, NULL));
 }
 
+/* The token tiles a rule reads of a call: each group's rows rounded up to
+ * whole tiles, empty groups none; dense is one group of M rows. */
+static void row_tiles_count(void **state)
+{
+    (void)state;
+    vg_gemm_args a;
+    memset(&a, 0, sizeof a);
+    a.path = VG_PATH_DENSE;
+    a.m = 17;
+    int32_t busy = -1;
+    assert_int_equal(vg_gemm_row_tiles(&a, 16, &busy), 2);
+    assert_int_equal(busy, 1);
+    a.m = 0;
+    assert_int_equal(vg_gemm_row_tiles(&a, 16, &busy), 0);
+    assert_int_equal(busy, 0);
+    static const int32_t offsets[] = {0, 40, 40, 57, 60, 76};
+    a.path = VG_PATH_MOE;
+    a.w.groups = 5;
+    a.m = 76;
+    a.offsets_host = offsets;   /* rows 40, 0, 17, 3, 16 */
+    assert_int_equal(vg_gemm_row_tiles(&a, 16, &busy), 3 + 0 + 2 + 1 + 1);
+    assert_int_equal(busy, 4);
+    assert_int_equal(vg_gemm_row_tiles(&a, 64, NULL), 4);
+    assert_int_equal(vg_gemm_row_tiles(&a, 1, NULL), 76);
+}
+
 /* ---- argument checks: refused, Y untouched --------------------------------------------- */
 
 typedef struct bad_case {
@@ -482,6 +508,7 @@ int main(int argc, char **argv)
     size_t n = 0;
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(plan_table_is_well_formed);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(heuristic_rule);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(row_tiles_count);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(bad_arguments_leave_y_untouched);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(good_arguments_write_all_of_y);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(zero_rows_are_a_no_op);
