@@ -363,7 +363,11 @@ vg_status vg_coord_decide(vg_device *dev, const char *op, const vg_policy *pol,
                           int *handled)
 {
     *handled = 0;
-    if (!pol->coordinated_tuning || c->rows <= 0 || !c->within_limits)
+    /* A call the rule decides by its own routing (uneven groups) needs no
+     * round: the rule is a function of the call, and the ranks of a tensor
+     * parallel group see the same routing. */
+    if (!pol->coordinated_tuning || c->rows <= 0 || !c->within_limits ||
+        c->why == VG_REASON_UNEVEN_GROUPS)
         return VG_OK;
     /* The hot path: a cached shape is reused by every rank alike (their
      * caches agree by construction), with no round. */

@@ -14,7 +14,10 @@
  *      to VG_TUNE_MAX_BUCKET_ROWS.  The cache key, the measurement, the
  *      frozen lookup, the LUT and coordinated rounds all use the bucket.
  *   3. Beyond VG_TUNE_MAX_BUCKET_ROWS: heuristic, always (nothing there is
- *      measured and nothing there is looked up, frozen or not).
+ *      measured and nothing there is looked up, frozen or not).  Likewise
+ *      where the backend's rule picks another plan for the call's own
+ *      groups than for every group at its largest group's rows: the key
+ *      cannot tell the routings apart (rule_sees_uneven_groups).
  *   4. Cached for (policy, family, path, n, k, groups, bucket): reuse.
  *   5. Frozen device: the plan of the next larger measured bucket of the
  *      same series (reuse), else the heuristic.  Never measure.
@@ -167,6 +170,20 @@ vg_status vg_dispatch_decide(vg_device *dev, const vg_policy *pol, const vg_gemm
     return vg_dispatch_decide_in(dev, &dev->tuning, pol, args, c);
 }
 
+/* Whether the backend's rule picks another plan for this call's own groups
+ * than for every group at the largest group's rows.  The routing then
+ * decides, and the cache key (the largest group's bucket) cannot tell two
+ * routings apart: a plan measured on an even call of the bucket would serve
+ * a skewed one, or the other way round. */
+static int rule_sees_uneven_groups(vg_device *dev, const vg_gemm_args *args, const vg_choice *c)
+{
+    if (c->path == VG_PATH_DENSE || !args->offsets_host)
+        return 0;
+    const vg_family f = args->w.family;
+    return dev->ops->heuristic(f, c->path, c->rows, args->w.n, args->w.k, args) !=
+           dev->ops->heuristic(f, c->path, c->rows, args->w.n, args->w.k, NULL);
+}
+
 vg_status vg_dispatch_decide_in(vg_device *dev, vg_tuning *t, const vg_policy *pol,
                                 const vg_gemm_args *args, vg_choice *c)
 {
@@ -188,6 +205,8 @@ vg_status vg_dispatch_decide_in(vg_device *dev, vg_tuning *t, const vg_policy *p
         return vg_decide_heuristic(dev, args, c, VG_REASON_EMPTY_CALL);
     if (!c->within_limits)
         return vg_decide_heuristic(dev, args, c, VG_REASON_OVER_LIMIT);
+    if (rule_sees_uneven_groups(dev, args, c))
+        return vg_decide_heuristic(dev, args, c, VG_REASON_UNEVEN_GROUPS);
     if (vg_decide_cached(c))
         return VG_OK;
     /* A sharing engine reuses what another sharing engine measured under

@@ -257,6 +257,7 @@ typedef enum vg_reason {
     VG_REASON_NONE,                   /* "" : MEASURE still to be done */
     VG_REASON_EMPTY_CALL,
     VG_REASON_OVER_LIMIT,
+    VG_REASON_UNEVEN_GROUPS,
     VG_REASON_CACHED,
     VG_REASON_SHARED,
     VG_REASON_FROZEN_NEXT_LARGER,

@@ -149,6 +149,7 @@ static const char *const reason_names[VG_REASON_COUNT] = {
     [VG_REASON_NONE] = "",
     [VG_REASON_EMPTY_CALL] = "empty call",
     [VG_REASON_OVER_LIMIT] = "over the tuning limit",
+    [VG_REASON_UNEVEN_GROUPS] = "uneven groups: the rule's plan for this routing",
     [VG_REASON_CACHED] = "cached",
     [VG_REASON_SHARED] = "shared",
     [VG_REASON_FROZEN_NEXT_LARGER] = "frozen: next larger measured shape",

@@ -447,6 +447,70 @@ static void grouped_switch(void **state)
     vg_device_close(dev);
 }
 
+/* A rule that weighs the routing, as the CUDA rule does for moe: the cpu
+ * rule, but routing_plan for a call whose groups do not all have the
+ * largest group's rows. */
+static const vg_plan *routing_plan;
+static const vg_plan *routing_rule(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k,
+                                   const vg_gemm_args *call)
+{
+    int32_t busy = 0;
+    if (call && call->offsets_host && vg_gemm_row_tiles(call, 1, &busy) != busy * rows)
+        return routing_plan;
+    return vg_cpu_heuristic(f, path, rows, n, k, call);
+}
+
+/* The cache key holds the largest group's rows only, so where the rule
+ * picks another plan for a call's own routing than for every group at those
+ * rows, the rule decides (why "uneven groups"), neither reusing what an
+ * even call of the bucket measured nor measuring for it; even calls still
+ * measure and reuse.  A rule blind to the routing (the cpu rule) changes
+ * nothing. */
+static void uneven_groups_take_the_rule(void **state)
+{
+    (void)state;
+    enum { G = 4, T = 8 };
+    script s = {.stride = 1};
+    vg_device *dev = open_cpu(&s);
+    const vg_plan *cand[64];
+    size_t n = cpu_candidates(VG_FAMILY_FP8, VG_PATH_GROUPED, T, cand, 64);
+    assert_true(n >= 2);
+    const vg_plan *winner = script_winner(&s, VG_FAMILY_FP8, VG_PATH_GROUPED, T);
+    routing_plan = cand[0] == winner ? cand[1] : cand[0];
+    static vg_backend_ops weighs_routing;
+    const vg_backend_ops *cpu_ops = dev->ops;
+    weighs_routing = *dev->ops;
+    weighs_routing.heuristic = routing_rule;
+    dev->ops = &weighs_routing;
+
+    test_layer l;
+    layer_open(&l, dev, VG_FAMILY_FP8, VG_PATH_GROUPED, N, K, G, T);
+    vg_dispatch_info info = expect_call(dev, &l, T, VG_DECISION_MEASURE);
+    assert_ptr_equal(info.plan, winner);
+    const uint64_t measured = measured_total(dev);
+
+    /* rows 8, 2, 0, 3: the same largest group, so the same cache key */
+    static const int32_t uneven[G + 1] = {0, 8, 10, 10, 13};
+    vg_gemm_args a = layer_call(&l, T);
+    a.m = uneven[G];
+    a.offsets = uneven;   /* backend memory is host memory on cpu */
+    a.offsets_host = uneven;
+    info = gemm_ok(dev, &a);
+    assert_int_equal(info.decision, VG_DECISION_HEURISTIC);
+    assert_string_equal(info.why, "uneven groups: the rule's plan for this routing");
+    assert_ptr_equal(info.plan, routing_plan);
+    assert_int_equal(measured_total(dev), measured);
+
+    assert_ptr_equal(expect_call(dev, &l, T, VG_DECISION_REUSE).plan, winner);
+    dev->ops = cpu_ops;
+    info = gemm_ok(dev, &a);
+    assert_int_equal(info.decision, VG_DECISION_REUSE);
+    assert_ptr_equal(info.plan, winner);
+    assert_int_equal(measured_total(dev), measured);
+    layer_close(&l);
+    vg_device_close(dev);
+}
+
 /* The call really runs: a real quantized weight through vg_gemm on the
  * grouped path (rerouted or not) matches the FP64 reference. */
 static void grouped_result_matches_reference(void **state)
@@ -768,6 +832,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(trace_marks_unranked_candidates),
         cmocka_unit_test(infinite_times_are_not_ranked),
         cmocka_unit_test(grouped_switch),
+        cmocka_unit_test(uneven_groups_take_the_rule),
         cmocka_unit_test(grouped_result_matches_reference),
         cmocka_unit_test(unknown_operator_and_bad_args),
         cmocka_unit_test(plans_and_with_plan),
