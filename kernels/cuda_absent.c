@@ -38,6 +38,18 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
     (void)sm_major; (void)call;
     return NULL;
 }
+const vg_plan *vg_cuda_routing_plan(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k,
+                                    const vg_gemm_args *call)
+{
+    (void)f; (void)path; (void)rows; (void)n; (void)k; (void)call;
+    return NULL;
+}
+const vg_plan *vg_cuda_routing_plan_for(vg_family f, vg_path path, int32_t rows, int32_t n,
+                                        int sm_major, const vg_gemm_args *call)
+{
+    (void)f; (void)path; (void)rows; (void)n; (void)sm_major; (void)call;
+    return NULL;
+}
 vg_status vg_cuda_blas_prepare(int *offered, const char **why)
 {
     if (offered)

@@ -62,6 +62,15 @@ const vg_plan *vg_cuda_heuristic_native(vg_family f, vg_path path, int32_t rows,
 const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, int32_t n,
                                      int32_t k, int smem_limit, int dq_rows, int sm_major,
                                      const vg_gemm_args *call);
+/* The rule's plan for a grouped call's own routing where it differs from
+ * its plan for every group at `rows` (the largest group's); NULL where the
+ * routing does not change it.  vg_cuda_heuristic_for(..., call) returns it
+ * when it is not NULL.  Cheap: the runtime asks it on every grouped call
+ * (KERNELS.md D43). */
+const vg_plan *vg_cuda_routing_plan(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k,
+                                    const vg_gemm_args *call);
+const vg_plan *vg_cuda_routing_plan_for(vg_family f, vg_path path, int32_t rows, int32_t n,
+                                        int sm_major, const vg_gemm_args *call);
 /* Rows (M, or rows of the largest group) from which the rule takes the
  * dequantize + cuBLAS plan where the device offers it (KERNELS.md D34,
  * D36): SM80+ from 129, where the H100 crossover had the mid decode plans

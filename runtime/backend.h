@@ -31,6 +31,12 @@ typedef struct vg_backend_ops {
      * may weigh (moe routing is rarely even); NULL: every group at `rows`. */
     const vg_plan *(*heuristic)(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k,
                                  const vg_gemm_args *call);
+    /* The rule's plan for the call's own routing where it differs from its
+     * plan for every group at `rows`, else NULL (heuristic(..., call) then
+     * returns it); NULL op: the rule never weighs the routing.  Asked on
+     * every grouped call, so it must be cheap. */
+    const vg_plan *(*routing_plan)(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k,
+                                   const vg_gemm_args *call);
     /* The same rule without the plans that need a large workspace (the
      * dequantize + cuBLAS kind): where the policy's cap refuses those. */
     const vg_plan *(*heuristic_native)(vg_family f, vg_path path, int32_t rows, int32_t n,

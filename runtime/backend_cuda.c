@@ -125,6 +125,7 @@ const vg_backend_ops vg_backend_cuda = {
     .plan_at = vg_cuda_plan_at,
     .heuristic = vg_cuda_heuristic,
     .heuristic_native = vg_cuda_heuristic_native,
+    .routing_plan = vg_cuda_routing_plan,
     .workspace_bytes = vg_cuda_workspace_bytes,
     .launch = cuda_launch,
     .time_plan = cuda_time_plan,

@@ -171,17 +171,16 @@ vg_status vg_dispatch_decide(vg_device *dev, const vg_policy *pol, const vg_gemm
 }
 
 /* Whether the backend's rule picks another plan for this call's own groups
- * than for every group at the largest group's rows.  The routing then
- * decides, and the cache key (the largest group's bucket) cannot tell two
- * routings apart: a plan measured on an even call of the bucket would serve
- * a skewed one, or the other way round. */
+ * than for every group at the largest group's rows (its routing_plan).  The
+ * routing then decides, and the cache key (the largest group's bucket)
+ * cannot tell two routings apart: a plan measured on an even call of the
+ * bucket would serve a skewed one, or the other way round. */
 static int rule_sees_uneven_groups(vg_device *dev, const vg_gemm_args *args, const vg_choice *c)
 {
-    if (c->path == VG_PATH_DENSE || !args->offsets_host)
+    if (c->path == VG_PATH_DENSE || !args->offsets_host || !dev->ops->routing_plan)
         return 0;
-    const vg_family f = args->w.family;
-    return dev->ops->heuristic(f, c->path, c->rows, args->w.n, args->w.k, args) !=
-           dev->ops->heuristic(f, c->path, c->rows, args->w.n, args->w.k, NULL);
+    return dev->ops->routing_plan(args->w.family, c->path, c->rows, args->w.n, args->w.k, args) !=
+           NULL;
 }
 
 vg_status vg_dispatch_decide_in(vg_device *dev, vg_tuning *t, const vg_policy *pol,

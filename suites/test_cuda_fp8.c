@@ -702,11 +702,15 @@ static void test_rule_uneven_moe(void **state)
                 assert_non_null(h);
                 assert_non_null(even);
                 assert_true(vg_plan_applies(h, fam, VG_PATH_MOE, rows));
+                /* the row the runtime asks on its own names the same plan */
+                const vg_plan *r = vg_cuda_routing_plan_for(fam, VG_PATH_MOE, rows, 1024, major, &a);
                 if (major == 9 ? cases[c].sm80 : cases[c].sm70) {
                     assert_string_equal(h->id, m16);
                     assert_true(vg_plan_offered(h, fam, VG_PATH_MOE, rows));
+                    assert_ptr_equal(r, h);
                 } else {
                     assert_ptr_equal(h, even);
+                    assert_null(r);
                 }
                 assert_int_equal(even->tile_m, major == 9 ? 64 : even->tile_m);
                 assert_string_not_equal(even->id, m16);

@@ -448,16 +448,23 @@ static void grouped_switch(void **state)
 }
 
 /* A rule that weighs the routing, as the CUDA rule does for moe: the cpu
- * rule, but routing_plan for a call whose groups do not all have the
+ * rule, but uneven_plan for a call whose groups do not all have the
  * largest group's rows. */
-static const vg_plan *routing_plan;
+static const vg_plan *uneven_plan;
+static const vg_plan *routing_row(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k,
+                                  const vg_gemm_args *call)
+{
+    (void)f, (void)path, (void)n, (void)k;
+    int32_t busy = 0;
+    return call && call->offsets_host && vg_gemm_row_tiles(call, 1, &busy) != busy * rows
+               ? uneven_plan
+               : NULL;
+}
 static const vg_plan *routing_rule(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k,
                                    const vg_gemm_args *call)
 {
-    int32_t busy = 0;
-    if (call && call->offsets_host && vg_gemm_row_tiles(call, 1, &busy) != busy * rows)
-        return routing_plan;
-    return vg_cpu_heuristic(f, path, rows, n, k, call);
+    const vg_plan *p = routing_row(f, path, rows, n, k, call);
+    return p ? p : vg_cpu_heuristic(f, path, rows, n, k, call);
 }
 
 /* The cache key holds the largest group's rows only, so where the rule
@@ -476,11 +483,12 @@ static void uneven_groups_take_the_rule(void **state)
     size_t n = cpu_candidates(VG_FAMILY_FP8, VG_PATH_GROUPED, T, cand, 64);
     assert_true(n >= 2);
     const vg_plan *winner = script_winner(&s, VG_FAMILY_FP8, VG_PATH_GROUPED, T);
-    routing_plan = cand[0] == winner ? cand[1] : cand[0];
+    uneven_plan = cand[0] == winner ? cand[1] : cand[0];
     static vg_backend_ops weighs_routing;
     const vg_backend_ops *cpu_ops = dev->ops;
     weighs_routing = *dev->ops;
     weighs_routing.heuristic = routing_rule;
+    weighs_routing.routing_plan = routing_row;
     dev->ops = &weighs_routing;
 
     test_layer l;
@@ -498,7 +506,7 @@ static void uneven_groups_take_the_rule(void **state)
     info = gemm_ok(dev, &a);
     assert_int_equal(info.decision, VG_DECISION_HEURISTIC);
     assert_string_equal(info.why, "uneven groups: the rule's plan for this routing");
-    assert_ptr_equal(info.plan, routing_plan);
+    assert_ptr_equal(info.plan, uneven_plan);
     assert_int_equal(measured_total(dev), measured);
 
     assert_ptr_equal(expect_call(dev, &l, T, VG_DECISION_REUSE).plan, winner);

@@ -341,26 +341,49 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
     return p;
 }
 
-/* Whether a grouped call whose largest group has 17-64 rows should run on
- * the grouped 16-row plan: one 16-row token tile per 16 rows of each group,
- * each tile a pass over its group's W (from L2 after the first: a group's
- * tiles are adjacent grid rows), where the plans for such rows run one
- * 64-row tile per group at about twice a 16-row tile's time, mostly empty
- * when a router sends most tokens to a few experts.  So: where the call's
- * 16-row tiles are few for its groups with rows.  SM80+, every family, at
- * most 3/2 tiles per group (H100, fp8 wo_a: TODO).  SM70/75, the 4-bit
- * families, at most 5/4, where the V100 model puts the grouped mid tile at
- * 2x or more of the 16-row tiles (a model, D38's bar; TODO).  NULL call:
- * every group at the largest's rows, which is never few. */
-static int mostly_one_tile(vg_family f, int sm_major, const vg_gemm_args *call)
+/* The rule's row that reads the routing.  A grouped call whose largest
+ * group has 17-64 rows runs, by the rows alone, one 64-row token tile per
+ * group, at about twice a 16-row tile's time (TODO: figures) and mostly
+ * empty when a router sends most tokens to a few experts.  The grouped
+ * 16-row plan runs one 16-row tile per 16 rows of each group instead, each
+ * a pass over its group's W (from L2 after the first: a group's tiles are
+ * adjacent grid rows).  So where the call's 16-row tiles are few for its
+ * groups with rows: SM80+, every family, at most 3/2 of them (H100, fp8
+ * wo_a: TODO); SM70/75, the 4-bit families, at most 5/4, where the V100
+ * model puts the grouped mid tile at 2x or more of the 16-row tiles (a
+ * model, D38's bar).  Needs N >= 512 (32 tiles of 16 rows per group, as
+ * the 16-row plan needs at up to 16 rows).  NULL call: every group at
+ * `rows`, which is never few. */
+static int routing_may_matter(vg_family f, vg_path path, int32_t rows, int32_t n,
+                              const vg_gemm_args *call)
 {
-    if (!call)
-        return 0;
+    return call && (path == VG_PATH_GROUPED || path == VG_PATH_MOE) && rows > 16 && rows <= 64 &&
+           ceil_div(n, 16) >= 32 && (unsigned)f < VG_FAMILY_COUNT;
+}
+
+const vg_plan *vg_cuda_routing_plan_for(vg_family f, vg_path path, int32_t rows, int32_t n,
+                                        int sm_major, const vg_gemm_args *call)
+{
+    if (!routing_may_matter(f, path, rows, n, call))
+        return NULL;
     int32_t busy = 0;
     const int32_t tiles = vg_gemm_row_tiles(call, 16, &busy);
-    if (sm_major >= 8)
-        return 2 * tiles <= 3 * busy;
-    return vg_family_desc_of(f)->elem_bits == 4 && 4 * tiles <= 5 * busy;
+    const int few = sm_major >= 8 ? 2 * tiles <= 3 * busy
+                                  : vg_family_desc_of(f)->elem_bits == 4 && 4 * tiles <= 5 * busy;
+    if (!few)
+        return NULL;
+    /* looked up once: this runs on every grouped call's dispatch */
+    static const vg_plan *const sixteen_rows = by_id("cuda.grouped.decode.m16n16w4.u2.sk1");
+    return sixteen_rows;
+}
+
+const vg_plan *vg_cuda_routing_plan(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k,
+                                    const vg_gemm_args *call)
+{
+    (void)k;
+    if (!routing_may_matter(f, path, rows, n, call)) /* before asking the device */
+        return NULL;
+    return vg_cuda_routing_plan_for(f, path, rows, n, vg_cuda_device_major(), call);
 }
 
 /* The one fixed rule.  Decode sizes (<= 16 rows): the streaming decode
@@ -398,8 +421,8 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
     const int big = rows > 8;
     const int tiles = ceil_div(n, 16);
     const int grouped = path == VG_PATH_GROUPED || path == VG_PATH_MOE;
-    if (grouped && rows > 16 && rows <= 64 && tiles >= 32 && mostly_one_tile(f, sm_major, call))
-        return by_id("cuda.grouped.decode.m16n16w4.u2.sk1");
+    if (const vg_plan *p = vg_cuda_routing_plan_for(f, path, rows, n, sm_major, call))
+        return p;
     /* Groups above 16 rows on SM80+: the grouped mid decode plans, one
      * launch for every group, ahead of the per-group cuBLAS calls (moe on
      * wo_a, H100: 23-27 us at 17-64 rows against 54-69 for the mid tile;
@@ -530,6 +553,16 @@ vg_status vg_cuda_plan_table_check(void)
                         for (int32_t n : ns)
                             (void)vg_cuda_heuristic_for((vg_family)f, (vg_path)path, r, n, 4096,
                                                         limits[l], dq_rows, major, NULL);
+    /* the routing row: groups of 17 and 1 rows, 3 tiles for 2 groups */
+    static const int32_t offsets[] = {0, 17, 18};
+    vg_gemm_args uneven;
+    memset(&uneven, 0, sizeof uneven);
+    uneven.path = VG_PATH_MOE;
+    uneven.m = 18;
+    uneven.w.groups = 2;
+    uneven.offsets_host = offsets;
+    if (!vg_cuda_routing_plan_for(VG_FAMILY_FP8, VG_PATH_MOE, 17, 4096, 9, &uneven) && !g_missing_id.load())
+        return vg_fail(VG_ERR_INTERNAL, "cuda plan table: the rule's routing row names no plan");
     const char *missing = g_missing_id.load();
     if (missing)
         return vg_fail(VG_ERR_INTERNAL,
