@@ -398,7 +398,9 @@ const vg_plan *vg_cuda_routing_plan(vg_family f, vg_path path, int32_t rows, int
  * block per 64 x 64 tile to 256 (the H100 crossover at N = 4096,
  * KERNELS.md D36); below N = 2048 the 16-row tiles with 8 warps up to 64
  * rows (wo_a's N = 1024, D36) and the split-4 mid decode plan to 128.
- * Grouped and moe above 16 rows per group on SM80+: the grouped mid decode
+ * Grouped and moe at 17-64 rows in the largest group whose routing leaves
+ * few 16-row tiles: the grouped 16-row plan (vg_cuda_routing_plan_for,
+ * D43).  Grouped and moe above 16 rows per group on SM80+: the grouped mid decode
  * plans to 256 rows (fp16 to 128; D37).  On SM70/75, the quantized
  * families, by the V100 model (D38): the mid decode plans at 65-128 rows
  * (N < 2048: 65-256).  Elsewhere (the rest of SM70/75, fp16 without
