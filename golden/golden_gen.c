@@ -446,7 +446,8 @@ static const int32_t WO_A_T[] = {6};
 /* moe routings over 8 experts: uneven with empty experts, one hot expert,
  * a ramp, every expert at one token, and groups of 1-3 token tiles of 16
  * rows beside small and empty ones (the grouped 16-row plan's several
- * tiles per group, which the CUDA rule picks for it) */
+ * tiles per group, which `--plan all` runs; at N = 88 the CUDA rule does
+ * not pick it: its routing row needs N >= 512) */
 static const int32_t MOE_ROUTINGS[] = {
     3, 0, 7, 1, 12, 0, 2, 5,
     0, 0, 16, 0, 0, 1, 0, 0,

@@ -630,6 +630,47 @@ static void no_round_when_not_needed(void **state)
     group_close(&G);
 }
 
+/* A rule that names a plan by the routing for every grouped call. */
+static const vg_plan *routing_row_always(vg_family f, vg_path path, int32_t rows, int32_t n,
+                                         int32_t k, const vg_gemm_args *call)
+{
+    return call && path != VG_PATH_DENSE ? vg_cpu_heuristic(f, path, rows, n, k, NULL) : NULL;
+}
+
+/* A call the rule decides by its routing ("uneven groups") has no round:
+ * no collective, the rule's plan on every rank. */
+static void uneven_call_has_no_round(void **state)
+{
+    (void)state;
+    static vg_backend_ops weighs_routing;
+    group G;
+    group_open(&G, 2, MODE_DISAGREE, CFG_COORD);
+    for (int q = 0; q < 2; q++) {
+        rank_state *r = &G.r[q];
+        weighs_routing = *r->dev->ops;
+        weighs_routing.routing_plan = routing_row_always;
+        r->dev->ops = &weighs_routing;
+        vg_layer_buffers_free(r->dev, &r->b);
+        vg_layer l = {.family = VG_FAMILY_FP8, .path = VG_PATH_GROUPED, .n = 128, .k = 128,
+                      .groups = 2};
+        assert_int_equal(vg_layer_buffers_alloc(r->dev, &l, 8, &r->b), VG_OK);
+        r->rows = 4;
+    }
+    group_run(&G);
+    for (int q = 0; q < 2; q++) {
+        assert_ok(&G.r[q]);
+        assert_int_equal(G.r[q].handled, 0);
+        assert_int_equal(G.r[q].c.decision, VG_DECISION_HEURISTIC);
+        assert_int_equal(G.r[q].c.why, VG_REASON_UNEVEN_GROUPS);
+        assert_ptr_equal(G.r[q].c.plan,
+                         vg_cpu_heuristic(VG_FAMILY_FP8, VG_PATH_GROUPED, 4, 128, 128, NULL));
+        assert_int_equal(G.r[q].measured_after, G.r[q].measured_before);
+    }
+    assert_int_equal(atomic_load(&G.g.calls_min), 0);
+    assert_int_equal(atomic_load(&G.g.calls_max), 0);
+    group_close(&G);
+}
+
 /* A group of one measures as alone would (its favourite wins). */
 static void group_of_one(void **state)
 {
@@ -799,6 +840,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(comm_error_is_returned_and_releases),
         cmocka_unit_test(untimed_candidates),
         cmocka_unit_test(no_round_when_not_needed),
+        cmocka_unit_test(uneven_call_has_no_round),
         cmocka_unit_test(group_of_one),
         cmocka_unit_test(all_frozen_stops_rounds),
         cmocka_unit_test(cached_since_the_decision),

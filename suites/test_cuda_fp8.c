@@ -716,6 +716,22 @@ static void test_rule_uneven_moe(void **state)
                 assert_string_not_equal(even->id, m16);
             }
         }
+        /* 40000 groups of 17 and 1 rows: few tiles, but 2 per group would
+         * make 80000 grid rows, more than a launch takes */
+        {
+            enum { MANY = 40000 };
+            static int32_t many[MANY + 1];
+            for (int g = 0; g <= MANY; g++)
+                many[g] = g + (g > 0 ? 16 : 0);
+            vg_gemm_args m = moe_call(fam, skew11, off);
+            m.w.groups = MANY;
+            m.m = many[MANY];
+            m.offsets_host = many;
+            assert_null(vg_cuda_routing_plan_for(fam, VG_PATH_MOE, 17, 1024, 9, &m));
+            m.w.groups = 20000; /* 40000 grid rows: taken */
+            m.m = many[20000];
+            assert_non_null(vg_cuda_routing_plan_for(fam, VG_PATH_MOE, 17, 1024, 9, &m));
+        }
         /* N = 256 (16 N tiles): too few blocks for one tile per group */
         vg_gemm_args a = moe_call(fam, skew11, off);
         a.w.n = 256;

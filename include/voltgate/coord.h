@@ -39,7 +39,12 @@
  * one thread at a time per device (voltgate serialises the coordinated
  * calls of one device, so several threads are safe only if they issue the
  * same calls in the same order on every rank), with the same kernel_config
- * and the same starting cache (the same LUT, or none).  A rank whose calls
+ * and the same starting cache (the same LUT, or none), and, for grouped and
+ * moe calls, the same routing (offsets) and GPU arch: a call the backend's
+ * rule decides by its routing ("uneven groups", runtime/POLICY.md) has no
+ * round, so ranks whose routings differ would fall out of step, which the
+ * call hash cannot see (it holds the largest group's rows only); the ranks of
+ * a tensor-parallel group see one routing.  A rank whose calls
  * get out of step is caught by the call hash of step 1 and fails with
  * VG_ERR_STATE rather than agreeing on the wrong shape.
  *

@@ -104,7 +104,8 @@ struct CudaPlan {
 /* Mid decode plans: the same kernel with WN warps over N sharing one X
  * ring (plan_list.h).  Dense: offered from tile_m/2 + 1 rows (below, the
  * 16-row plans, with half the token tile or less, waste less).  Grouped:
- * from 17, where the grouped 16-row plans stop; a 64-token tile with 17-32
+ * from 17, where the grouped 16-row plans stop but one (m16n16w4.u2, to 64
+ * rows: the rule's pick for uneven routing, D43); a 64-token tile with 17-32
  * rows per group in one launch is 1.5-2.2x the per-group loop (wo_a, H100,
  * KERNELS.md D37). */
 #define MID_DECODE_MIN_ROWS_dense(tile_m) (tile_m / 2 + 1)
@@ -357,8 +358,11 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
 static int routing_may_matter(vg_family f, vg_path path, int32_t rows, int32_t n,
                               const vg_gemm_args *call)
 {
+    /* the last: the 16-row plan's grid has a row per group and tile, which
+     * launch() refuses above 65535 */
     return call && (path == VG_PATH_GROUPED || path == VG_PATH_MOE) && rows > 16 && rows <= 64 &&
-           ceil_div(n, 16) >= 32 && (unsigned)f < VG_FAMILY_COUNT;
+           ceil_div(n, 16) >= 32 && (unsigned)f < VG_FAMILY_COUNT &&
+           (long)call->w.groups * ceil_div(rows, 16) <= 65535;
 }
 
 const vg_plan *vg_cuda_routing_plan_for(vg_family f, vg_path path, int32_t rows, int32_t n,

@@ -28,7 +28,7 @@
  *       element is decoded once for all tile_m tokens: the mid sizes
  *       (issue 31; KERNELS.md D36).  Offered from tile_m/2 + 1 rows on
  *       the dense path; the grouped entries from 17 (where the grouped
- *       16-row plans stop), for moe and for grouped calls above 16 rows
+ *       16-row plans stop, but m16n16w4.u2), for moe and for grouped calls above 16 rows
  *       per group, which run as moe (KERNELS.md D37).
  *       id: cuda.<path>.decode.m<tile_m>n<tile_n>wn<WN>wk<WK>.u<U>.sk<split>
  *   TILED(path, name, BM, BN, BK, ST, split, max_rows, WM, WN, WK)
