@@ -342,15 +342,15 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
     return p;
 }
 
-/* The rule's row that reads the routing.  A grouped call whose largest
- * group has 17-64 rows runs, by the rows alone, one 64-row token tile per
- * group, at about twice a 16-row tile's time (TODO: figures) and mostly
- * empty when a router sends most tokens to a few experts.  The grouped
+/* The rule's row that reads the routing (KERNELS.md D43).  A grouped call
+ * whose largest group has 17-64 rows runs, by the rows alone, one 64-row
+ * token tile per group, at about 1.85 16-row tiles' time (H100, fp8 wo_a)
+ * and mostly empty when a router sends most tokens to a few experts.  The grouped
  * 16-row plan runs one 16-row tile per 16 rows of each group instead, each
  * a pass over its group's W (from L2 after the first: a group's tiles are
  * adjacent grid rows).  So where the call's 16-row tiles are few for its
- * groups with rows: SM80+, every family, at most 3/2 of them (H100, fp8
- * wo_a: TODO); SM70/75, the 4-bit families, at most 5/4, where the V100
+ * groups with rows: SM80+, every family, at most 3/2 of them (a margin
+ * under 1.85); SM70/75, the 4-bit families, at most 5/4, where the V100
  * model puts the grouped mid tile at 2x or more of the 16-row tiles (a
  * model, D38's bar).  Needs N >= 512 (32 tiles of 16 rows per group, as
  * the 16-row plan needs at up to 16 rows).  NULL call: every group at
