@@ -597,8 +597,8 @@ static void test_rule_mid_rows(void **state)
 /* Groups above 16 rows (moe, and grouped calls rerouted to moe) on SM80+:
  * the grouped mid decode plans to 256 rows (fp16: 128), offered there (from
  * 17 rows: no grouped token tile is smaller), two K groups to 64 rows
- * (fp16: 128); above, the dequantize + cuBLAS kind where offered; SM70
- * keeps the grouped mid tile. */
+ * (fp16: 128), but fp8's two 16-row tiles to 32 rows; above, the
+ * dequantize + cuBLAS kind where offered; SM70 keeps the grouped mid tile. */
 static void test_rule_grouped_rows(void **state)
 {
     (void)state;
@@ -618,6 +618,10 @@ static void test_rule_grouped_rows(void **state)
             const int wk2_last = fam == VG_FAMILY_FP16 ? 128 : 64;
             if (m > last) {
                 assert_int_equal(h->kind, VG_KIND_DEQUANT_BLAS);
+            } else if (fam == VG_FAMILY_FP8 && m <= 32) {
+                /* two 16-row tiles per group (D43) */
+                assert_string_equal(h->id, "cuda.grouped.decode.m16n16w4.u2.sk1");
+                assert_true(vg_plan_offered(h, fam, VG_PATH_MOE, m));
             } else {
                 assert_int_equal(h->kind, VG_KIND_DECODE);
                 assert_int_equal(h->tile_m, 64);
@@ -680,11 +684,12 @@ static void test_rule_uneven_moe(void **state)
     for (int f = 0; f < VG_FAMILY_COUNT; f++) {
         const vg_family fam = (vg_family)f;
         const int four_bit = fam != VG_FAMILY_FP16 && fam != VG_FAMILY_FP8;
+        const int sm80 = fam != VG_FAMILY_FP16; /* fp16's 16-row tiles lost there */
         struct {
             const int32_t *tokens;
-            int sm80, sm70; /* 1: the 16-row plan */
-        } cases[] = {{skew11, 1, 0}, {skew12, 1, 0}, {skew13, 0, 0},
-                     {skew10, 1, four_bit}, {even32, 0, 0}, {one_hot, 0, 0}};
+            int sm80, sm70; /* 1: the routing row's 16-row plan */
+        } cases[] = {{skew11, sm80, 0}, {skew12, sm80, 0}, {skew13, 0, 0},
+                     {skew10, sm80, four_bit}, {even32, 0, 0}, {one_hot, 0, 0}};
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             vg_gemm_args a = moe_call(fam, cases[c].tokens, off);
             const int32_t rows = vg_gemm_max_group_rows(&a);
@@ -712,25 +717,31 @@ static void test_rule_uneven_moe(void **state)
                     assert_ptr_equal(h, even);
                     assert_null(r);
                 }
-                assert_int_equal(even->tile_m, major == 9 ? 64 : even->tile_m);
-                assert_string_not_equal(even->id, m16);
+                /* the rows alone: one 64-row tile per group on SM80+, but
+                 * fp8's two 16-row tiles to 32 rows (even32) */
+                if (major == 9 && fam == VG_FAMILY_FP8 && rows <= 32) {
+                    assert_string_equal(even->id, m16);
+                } else {
+                    assert_int_equal(even->tile_m, major == 9 ? 64 : even->tile_m);
+                    assert_string_not_equal(even->id, m16);
+                }
             }
         }
-        /* 40000 groups of 17 and 1 rows: few tiles, but 2 per group would
-         * make 80000 grid rows, more than a launch takes */
-        {
-            enum { MANY = 40000 };
+        /* 30000 groups of 33 and 1 rows: few tiles, but 3 per group would
+         * make 90000 grid rows, more than a launch takes */
+        if (sm80) {
+            enum { MANY = 30000 };
             static int32_t many[MANY + 1];
             for (int g = 0; g <= MANY; g++)
-                many[g] = g + (g > 0 ? 16 : 0);
+                many[g] = g + (g > 0 ? 32 : 0);
             vg_gemm_args m = moe_call(fam, skew11, off);
             m.w.groups = MANY;
             m.m = many[MANY];
             m.offsets_host = many;
-            assert_null(vg_cuda_routing_plan_for(fam, VG_PATH_MOE, 17, 1024, 9, &m));
-            m.w.groups = 20000; /* 40000 grid rows: taken */
+            assert_null(vg_cuda_routing_plan_for(fam, VG_PATH_MOE, 33, 1024, 9, &m));
+            m.w.groups = 20000; /* 60000 grid rows: taken */
             m.m = many[20000];
-            assert_non_null(vg_cuda_routing_plan_for(fam, VG_PATH_MOE, 17, 1024, 9, &m));
+            assert_non_null(vg_cuda_routing_plan_for(fam, VG_PATH_MOE, 33, 1024, 9, &m));
         }
         /* N = 256 (16 N tiles): too few blocks for one tile per group */
         vg_gemm_args a = moe_call(fam, skew11, off);

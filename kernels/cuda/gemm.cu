@@ -344,17 +344,19 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
 
 /* The rule's row that reads the routing (KERNELS.md D43).  A grouped call
  * whose largest group has 17-64 rows runs, by the rows alone, one 64-row
- * token tile per group, at about 1.85 16-row tiles' time (H100, fp8 wo_a)
- * and mostly empty when a router sends most tokens to a few experts.  The grouped
+ * token tile per group (fp8 on SM80+ to 32 rows: two 16-row tiles), mostly
+ * empty when a router sends most tokens to a few experts.  The grouped
  * 16-row plan runs one 16-row tile per 16 rows of each group instead, each
  * a pass over its group's W (from L2 after the first: a group's tiles are
  * adjacent grid rows).  So where the call's 16-row tiles are few for its
- * groups with rows: SM80+, every family, at most 3/2 of them (a margin
- * under 1.85); SM70/75, the 4-bit families, at most 5/4, where the V100
- * model puts the grouped mid tile at 2x or more of the 16-row tiles (a
- * model, D38's bar).  Needs N >= 512 (32 tiles of 16 rows per group, as
- * the 16-row plan needs at up to 16 rows).  NULL call: every group at
- * `rows`, which is never few. */
+ * groups with rows: SM80+, at most 3/2 of them, fp8 (H100, wo_a, groups of
+ * 47 down to 6 rows: 20.3 against 25.8 us) and the 4-bit families (22.1
+ * against 22.7, 22.8 against 22.8: level), not fp16 (36.8 against 34.7);
+ * SM70/75, the 4-bit families, at most 5/4, where the V100 model puts the
+ * grouped mid tile at 2x or more of the 16-row tiles (a model, D38's bar).
+ * Needs N >= 512 (32 tiles of 16 rows per group, as the 16-row plan needs
+ * at up to 16 rows).  NULL call: every group at `rows`, which is never
+ * few. */
 static int routing_may_matter(vg_family f, vg_path path, int32_t rows, int32_t n,
                               const vg_gemm_args *call)
 {
@@ -370,10 +372,14 @@ const vg_plan *vg_cuda_routing_plan_for(vg_family f, vg_path path, int32_t rows,
 {
     if (!routing_may_matter(f, path, rows, n, call))
         return NULL;
+    /* SM80+: not fp16 (its 16-row tiles lost there), nor fp8 to 32 rows,
+     * which the rule gives the 16-row plan whatever the routing */
+    if (sm_major >= 8 ? f == VG_FAMILY_FP16 || (f == VG_FAMILY_FP8 && rows <= 32)
+                      : vg_family_desc_of(f)->elem_bits != 4)
+        return NULL;
     int32_t busy = 0;
     const int32_t tiles = vg_gemm_row_tiles(call, 16, &busy);
-    const int few = sm_major >= 8 ? 2 * tiles <= 3 * busy
-                                  : vg_family_desc_of(f)->elem_bits == 4 && 4 * tiles <= 5 * busy;
+    const int few = sm_major >= 8 ? 2 * tiles <= 3 * busy : 4 * tiles <= 5 * busy;
     if (!few)
         return NULL;
     /* looked up once: this runs on every grouped call's dispatch */
@@ -437,6 +443,10 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
      * cuBLAS plan copies nothing: two K groups to 128 rows (35-37 us at
      * 17-64 against 62-67, 63.9 against 71.2 at 128), cuBLAS above (78.0
      * against 120.8 at 256). */
+    /* fp8 at 17-32 rows per group: two 16-row tiles per group ahead of one
+     * 64-row tile (wo_a, H100, 32 even: 22.7 against 26.3 us; D43) */
+    if (grouped && sm_major >= 8 && f == VG_FAMILY_FP8 && rows > 16 && rows <= 32 && tiles >= 32)
+        return by_id("cuda.grouped.decode.m16n16w4.u2.sk1");
     if (grouped && sm_major >= 8 && rows > 16 && rows <= (f == VG_FAMILY_FP16 ? 128 : 256))
         return rows <= (f == VG_FAMILY_FP16 ? 128 : 64)
                    ? first_that_fits(f, smem_limit, {"cuda.grouped.decode.m64n64wn4wk2.u2.sk1",
@@ -567,7 +577,7 @@ vg_status vg_cuda_plan_table_check(void)
     uneven.m = 18;
     uneven.w.groups = 2;
     uneven.offsets_host = offsets;
-    if (!vg_cuda_routing_plan_for(VG_FAMILY_FP8, VG_PATH_MOE, 17, 4096, 9, &uneven) && !g_missing_id.load())
+    if (!vg_cuda_routing_plan_for(VG_FAMILY_NVFP4, VG_PATH_MOE, 17, 4096, 9, &uneven) && !g_missing_id.load())
         return vg_fail(VG_ERR_INTERNAL, "cuda plan table: the rule's routing row names no plan");
     const char *missing = g_missing_id.load();
     if (missing)
