@@ -105,7 +105,7 @@ struct CudaPlan {
  * ring (plan_list.h).  Dense: offered from tile_m/2 + 1 rows (below, the
  * 16-row plans, with half the token tile or less, waste less).  Grouped:
  * from 17, where the grouped 16-row plans stop but one (m16n16w4.u2, to 64
- * rows: the rule's pick for uneven routing, D43); a 64-token tile with 17-32
+ * rows: the rule's pick for uneven routing and fp8 to 32 rows, D43); a 64-token tile with 17-32
  * rows per group in one launch is 1.5-2.2x the per-group loop (wo_a, H100,
  * KERNELS.md D37). */
 #define MID_DECODE_MIN_ROWS_dense(tile_m) (tile_m / 2 + 1)
@@ -410,8 +410,9 @@ const vg_plan *vg_cuda_routing_plan(vg_family f, vg_path path, int32_t rows, int
  * rows (wo_a's N = 1024, D36) and the split-4 mid decode plan to 128.
  * Grouped and moe at 17-64 rows in the largest group whose routing leaves
  * few 16-row tiles: the grouped 16-row plan (vg_cuda_routing_plan_for,
- * D43).  Grouped and moe above 16 rows per group on SM80+: the grouped mid decode
- * plans to 256 rows (fp16 to 128; D37).  On SM70/75, the quantized
+ * D43), as for fp8 at 17-32 rows on SM80+.  Grouped and moe above 16 rows
+ * per group on SM80+: the grouped mid decode plans to 256 rows (fp16 to
+ * 128; D37).  On SM70/75, the quantized
  * families, by the V100 model (D38): the mid decode plans at 65-128 rows
  * (N < 2048: 65-256).  Elsewhere (the rest of SM70/75, fp16 without
  * cuBLAS, above 256 rows) <= 64 rows: the mid tile; above: the prefill

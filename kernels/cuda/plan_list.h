@@ -17,7 +17,8 @@
  *       against the mid tiles at 17-64 rows (issue 31), and for the grouped
  *       m16n16w4.u2, which runs one 16-row tile per 16 rows of each group
  *       (a group's tiles are adjacent grid rows): the rule's pick for moe
- *       calls whose groups mostly fit one tile (KERNELS.md D43).
+ *       calls whose groups mostly fit one tile, and for fp8 at 17-32 rows
+ *       per group on SM80+ (KERNELS.md D43).
  *       id: cuda.<path>.decode.m<tile_m>n<tile_n>w<WK>.u<U>.sk<split>
  *   DECODE_WN(path, tile_m, tile_n, WN, WK, U, split, max_rows)
  *       vg_decode_kernel<Deq, NI = tile_n/(16 WN), WK, MT = tile_m/8, U, WN>:
