@@ -65,13 +65,63 @@ class EvenRowsUnchanged(unittest.TestCase):
                 self.assertEqual(rows_both[name]["max_rel_rms"], row["max_rel_rms"])
 
 
+def grouped_plans_taking(rows):
+    """The CPU grouped plans that take a group of `rows` rows, read from the
+    plan table `voltgate plans` prints (max_rows 0 takes any)."""
+    proc = subprocess.run([TOOL, "plans", "--backend", "cpu"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    ids = []
+    for line in proc.stdout.splitlines()[1:]:
+        cols = line.split()
+        most = int(next(c for c in cols if c.startswith("max_rows=")).split("=")[1])
+        if cols[2] == "grouped" and (most == 0 or most >= rows):
+            ids.append(cols[1])
+    return ids
+
+
+class ForcedPlansOnSkewedRouting(unittest.TestCase):
+    """--plan with --routing skewed: each plan that takes the largest group's
+    rows, timed on the skewed offsets (the way to time a plan the runtime
+    would not pick for that routing)."""
+
+    def test_a_row_per_plan_that_takes_the_largest_group(self):
+        proc, rows = bench("--paths", "moe", "--routing", "skewed", "--tokens", "8,20",
+                           "--plan", "all")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        expect = set()
+        for t, most in ((8, 15), (20, 38)):
+            plans = grouped_plans_taking(most)
+            self.assertGreater(len(plans), 0)
+            expect |= {f"g4n256k512/moe-skewed/fp8/t{t}/plan={p}" for p in plans}
+        # no even moe row: --routing skewed alone drops them, as for tune rows
+        self.assertEqual(set(rows), expect)
+        for name, row in rows.items():
+            with self.subTest(row=name):
+                self.assertEqual((row["path"], row["routing"], row["decision"]),
+                                 ("moe", "skewed", "forced"))
+                self.assertEqual(row["plan"], name.split("plan=")[1])
+                self.assertEqual(sum(row["group_rows"]), row["m"])
+                self.assertTrue(row["output_ok"])
+        self.assertEqual(rows["g4n256k512/moe-skewed/fp8/t8/plan=cpu.grouped.dq.m64n64k64.sk1"]
+                         ["group_rows"], [15, 8, 5, 4])
+        self.assertIn("moe-skewed", proc.stdout)
+
+    def test_one_plan_named_beside_the_even_rows(self):
+        plan = grouped_plans_taking(38)[0]
+        proc, rows = bench("--paths", "moe", "--routing", "even,skewed", "--tokens", "20",
+                           "--plan", plan)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(sorted(rows), [f"g4n256k512/moe-skewed/fp8/t20/plan={plan}",
+                                        f"g4n256k512/moe/fp8/t20/plan={plan}"])
+
+
 class UsageErrors(unittest.TestCase):
     def test_each_names_the_problem(self):
         for args, message in (
                 (("--paths", "grouped", "--routing", "skewed"), "add moe to --paths"),
                 (("--paths", "moe", "--routing", "zipf"), "not 'zipf'"),
-                (("--paths", "moe", "--routing", ","), "names no routing"),
-                (("--paths", "moe", "--routing", "skewed", "--plan", "all"), "give one of them")):
+                (("--paths", "moe", "--routing", ","), "names no routing")):
             with self.subTest(args=args):
                 proc, rows = bench(*args)
                 self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)

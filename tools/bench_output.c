@@ -194,7 +194,7 @@ void print_forced(const bench *b, const char *shape)
 {
     printf("\n%s (%s), plans forced: copy bandwidth %.0f GB/s\n", shape,
            vg_family_name(b->o.family), b->copy_gbs);
-    printf("%-8s %6s %10s %8s", "path", "tokens", "us", "bw_frac");
+    printf("%-10s %6s %10s %8s", "path", "tokens", "us", "bw_frac");
     if (b->o.cuda)
         printf(" %9s", "ceil_frac");
     printf(" %11s  %s\n", "max_relrms", "plan");
@@ -203,7 +203,9 @@ void print_forced(const bench *b, const char *shape)
         const result *r = &b->res[i];
         if (strncmp(r->name, shape, len) || r->name[len] != '/' || !strstr(r->name, "/plan="))
             continue;
-        printf("%-8s %6d %10.2f %8.3f", r->path, r->tokens, r->median_us, r->bw_frac);
+        /* tokens is the mean per group on a skewed row: its path says so */
+        printf("%-10s %6d %10.2f %8.3f", strstr(r->name, "/moe-skewed/") ? "moe-skewed" : r->path,
+               r->tokens, r->median_us, r->bw_frac);
         if (b->o.cuda)
             printf(" %9.3f", r->ceil_frac);
         printf(" %11.2e  %s\n", r->rel_rms, r->plan);

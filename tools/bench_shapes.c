@@ -196,10 +196,10 @@ static int path_on(const opts *o, int i)
 }
 
 /* The moe rows of --routing skewed at t tokens per group on average: each
- * tune setting once, named .../moe-skewed/..., the JSON row carrying the
- * rows of each group (group_rows).  X and the reference are sliced from
- * full (T rows per group) into x16 and ref (NULL: out of memory, already
- * reported). */
+ * tune setting once, or each plan --plan forces that takes the largest
+ * group's rows, named .../moe-skewed/..., the JSON row carrying the rows of
+ * each group (group_rows).  X and the reference are sliced from full (T rows
+ * per group) into x16 and ref (NULL: out of memory, already reported). */
 static void skewed_rows(bench *b, const char *shape, const wset *w, const xset *full, int T,
                         int t, uint16_t *x16, double *ref)
 {
@@ -208,17 +208,23 @@ static void skewed_rows(bench *b, const char *shape, const wset *w, const xset *
     int32_t off[65];
     if (!x16 || !ref)
         return;
-    skewed_counts(w->G, t, counts);
+    const int most = skewed_counts(w->G, t, counts);
     slice(full, w->G, T, counts, w->N, x16, NULL, ref, off);
-    for (int ui = 0; ui < o->ntunes; ui++) {
+    const vg_plan *fp[256];
+    const size_t nrows = o->plans ? forced_plans(b, VG_PATH_MOE, most, fp, 256) : (size_t)o->ntunes;
+    for (size_t i = 0; i < nrows; i++) {
         char name[192];
-        snprintf(name, sizeof name, "%s/moe-skewed/%s/t%d/tune=%s", shape, vg_family_name(o->family),
-                 t, o->tunes[ui] ? "on" : "off");
+        if (o->plans)
+            snprintf(name, sizeof name, "%s/moe-skewed/%s/t%d/plan=%s", shape,
+                     vg_family_name(o->family), t, fp[i]->id);
+        else
+            snprintf(name, sizeof name, "%s/moe-skewed/%s/t%d/tune=%s", shape,
+                     vg_family_name(o->family), t, o->tunes[i] ? "on" : "off");
         if (!in_shard(b))
             continue;
         const int before = cJSON_GetArraySize(b->rows);
         run_kernel_row(b, name, w, o->family, VG_PATH_MOE, t, w->G * t, off, x16, ref,
-                       o->tunes[ui], NULL);
+                       o->plans ? 0 : o->tunes[i], o->plans ? fp[i] : NULL);
         if (cJSON_GetArraySize(b->rows) > before) {
             cJSON *row = cJSON_GetArrayItem(b->rows, before);
             cJSON_AddStringToObject(row, "routing", "skewed");
@@ -280,7 +286,7 @@ void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int 
         slice(&full, G, T, counts, N, x16, x32, ref, off);
         char name[192];
         for (int p = 0; p < 3 && o->plans; p++) {
-            if (!path_on(o, p))
+            if (!path_on(o, p) || (kGroupedShapePaths[p] == VG_PATH_MOE && !o->route_even))
                 continue;
             const vg_path path = kGroupedShapePaths[p];
             const vg_plan *fp[256];
@@ -303,7 +309,7 @@ void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int 
                     run_kernel_row(b, name, &w, o->family, kGroupedShapePaths[p], t, G * t, off,
                                    x16, ref, o->tunes[ui], NULL);
             }
-        if (o->route_skewed && !o->plans)
+        if (o->route_skewed)
             skewed_rows(b, shape, &w, &fulls, Ts, t, xs16, refs);
         if (!peers)
             continue;

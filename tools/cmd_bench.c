@@ -143,8 +143,9 @@ static void usage(FILE *f)
             "                         router's load falls off over its experts (wo_a's\n"
             "                         8 groups: about 2.9t in the first, 0.4t in the\n"
             "                         last), rows .../moe-skewed/..., each group's rows\n"
-            "                         in the JSON's group_rows; tune rows only (not with\n"
-            "                         --plan), beside the even moe rows when both are named\n"
+            "                         in the JSON's group_rows (with --plan, the plans\n"
+            "                         that take the largest group's rows), beside the\n"
+            "                         even moe rows when both are named\n"
             "  --tune LIST            off,on: fp8_tune_small_shapes (default off,on)\n"
             "  --family NAME          fp8 (default), fp16, awq, mxfp4, nvfp4\n"
             "  --samples N            timed samples per row (default 50 cuda, 30 cpu)\n"
@@ -371,11 +372,6 @@ static int parse_args(int argc, char **argv, opts *o)
     }
     if (o->route_skewed && !o->moe) {
         fprintf(stderr, "voltgate bench: --routing skewed times the moe path: add moe to --paths\n");
-        return -1;
-    }
-    if (o->route_skewed && o->plans) {
-        fprintf(stderr, "voltgate bench: --routing skewed makes tune rows, --plan forced ones: "
-                        "give one of them\n");
         return -1;
     }
     return 0;
