@@ -343,25 +343,43 @@ __global__ void __launch_bounds__(WK * WN * 32, (DecodeCfg<Deq, NI, WK, MT, UU, 
             for (int e = 0; e < kAccE; e++)
                 acc[j][m][e] = 0.0f;
 
+    /* The block's rows, once the kernel before has written the offsets;
+     * false if it has none (block-uniform; no cp.async is in flight yet). */
+    auto find_rows = [&]() {
+        grid_dep_wait();
+        if (p.offsets) {
+            const int mt = blockIdx.y % p.mtiles;
+            const int beg = __ldg(p.offsets + g), end = __ldg(p.offsets + g + 1);
+            row0 = beg + mt * BM;
+            rows = min(BM, end - row0);
+        } else {
+            row0 = blockIdx.y * BM;
+            rows = min(BM, p.m - row0);
+        }
+        return rows > 0;
+    };
+    /* Where the routing leaves some token tiles empty (empty_tiles, from
+     * the host's offsets), a group's later tiles load their first steps' W
+     * after the wait, and not at all when empty: the grid has a tile row
+     * per group and token tile of the largest group, so under uneven
+     * routing most later tiles are empty (nvfp4 wo_a, 16-row tiles, groups
+     * of 47 down to 6 rows: 13 of 24), and their early loads were W read
+     * for nothing.  Elsewhere every tile loads before the wait: a later
+     * tile that waits first starts its W a memory latency late (H100 wo_a
+     * moe, two 16-row tiles in every group: 2-5 % slower).  One load site
+     * for both orders: a second copy of the loads moved SM70's registers
+     * enough to spill mxfp4's m16n32. */
+    const bool late_tile = p.offsets && p.empty_tiles && blockIdx.y % p.mtiles != 0;
+    if (late_tile && !find_rows())
+        return;
     uint32_t wbuf[UW][NI][2][2][KW];
     HeldScales sc[UW][NI];
 #pragma unroll
     for (int u = 0; u < UW; u++)
         if (u < nfast)
             load_w(step_k0(u), wbuf[u], sc[u]);
-
-    grid_dep_wait();
-    if (p.offsets) {
-        const int mt = blockIdx.y % p.mtiles;
-        const int beg = __ldg(p.offsets + g), end = __ldg(p.offsets + g + 1);
-        row0 = beg + mt * BM;
-        rows = min(BM, end - row0);
-    } else {
-        row0 = blockIdx.y * BM;
-        rows = min(BM, p.m - row0);
-    }
-    if (rows <= 0)
-        return; /* block-uniform, and no cp.async is in flight yet */
+    if (!late_tile && !find_rows())
+        return;
     xg = p.x + (size_t)row0 * K;
     xlane = xg + (size_t)(xt >> 4) * K + (xt & 15) * 8;
     xrows_lane = rows - (xt >> 4);

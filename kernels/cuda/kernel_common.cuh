@@ -25,6 +25,11 @@ struct KParams {
     int32_t k_per_split;      /* multiple of BK */
     int x_vec_ok;             /* X rows may be read 16 bytes at a time */
     int w_vec_ok;             /* W rows likewise */
+    /* The host's routing leaves some of a group's M tiles empty (decode
+     * kernel).  Last, so that adding it moved no other field: the tiled
+     * kernels, which do not read it, compile as before (one of SM70's
+     * spilled when the fields after mtiles moved). */
+    int32_t empty_tiles;
 };
 
 /* ---- small device helpers ---------------------------------------------------- */
