@@ -657,12 +657,13 @@ static vg_gemm_args moe_call(vg_family f, const int32_t tokens[8], int32_t offse
 }
 
 /* Uneven moe routing (a router's load falls off over its experts): where
- * the largest group has 17-64 rows but the call's 16-row token tiles are
+ * the largest group has 17-128 rows but the call's 16-row token tiles are
  * few for its groups with rows, the grouped 16-row plan (one tile per 16
  * rows of each group) in place of a 64-row tile per group.  SM80+: at most
- * 3/2 tiles per group, every family; SM70: the 4-bit families at most 5/4
- * (the V100 model); even rows, a call the rule is not shown (NULL) and
- * small N keep the plans the largest group's rows give. */
+ * 3/2 tiles per group to 64 rows, 9/4 at 65-128, every family but fp16;
+ * SM70: the 4-bit families at most 5/4 to 64 rows (the V100 model); even
+ * rows, a call the rule is not shown (NULL) and small N keep the plans the
+ * largest group's rows give. */
 static void test_rule_uneven_moe(void **state)
 {
     (void)state;
@@ -680,6 +681,13 @@ static void test_rule_uneven_moe(void **state)
     static const int32_t skew10[8] = {40, 16, 16, 10, 8, 4, 2, 1};
     static const int32_t even32[8] = {32, 32, 32, 32, 32, 32, 32, 32};
     static const int32_t one_hot[8] = {0, 0, 40, 0, 0, 0, 0, 0};
+    /* 65-128 rows in the largest group (SM80+ only): 18 tiles for 8 groups
+     * (the bench's skewed routing at 32 tokens per group, 9/4); 19 for 8;
+     * 129 rows, past the row; even at 80 rows (5 tiles for each) */
+    static const int32_t skew18[8] = {94, 47, 31, 24, 19, 16, 13, 12};
+    static const int32_t skew19[8] = {94, 47, 31, 24, 19, 17, 13, 12};
+    static const int32_t skew129[8] = {129, 16, 16, 16, 16, 16, 16, 16};
+    static const int32_t even80[8] = {80, 80, 80, 80, 80, 80, 80, 80};
     int32_t off[9];
     for (int f = 0; f < VG_FAMILY_COUNT; f++) {
         const vg_family fam = (vg_family)f;
@@ -689,7 +697,8 @@ static void test_rule_uneven_moe(void **state)
             const int32_t *tokens;
             int sm80, sm70; /* 1: the routing row's 16-row plan */
         } cases[] = {{skew11, sm80, 0}, {skew12, sm80, 0}, {skew13, 0, 0},
-                     {skew10, sm80, four_bit}, {even32, 0, 0}, {one_hot, 0, 0}};
+                     {skew10, sm80, four_bit}, {even32, 0, 0}, {one_hot, 0, 0},
+                     {skew18, sm80, 0}, {skew19, 0, 0}, {skew129, 0, 0}, {even80, 0, 0}};
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             vg_gemm_args a = moe_call(fam, cases[c].tokens, off);
             const int32_t rows = vg_gemm_max_group_rows(&a);
@@ -717,12 +726,14 @@ static void test_rule_uneven_moe(void **state)
                     assert_ptr_equal(h, even);
                     assert_null(r);
                 }
-                /* the rows alone: one 64-row tile per group on SM80+, but
-                 * fp8's two 16-row tiles to 32 rows (even32) */
+                /* the rows alone: 64-row tiles on SM80+ (fp16 from 129:
+                 * the dequantize + cuBLAS kind), but fp8's two 16-row tiles
+                 * to 32 rows (even32) */
                 if (major == 9 && fam == VG_FAMILY_FP8 && rows <= 32) {
                     assert_string_equal(even->id, m16);
                 } else {
-                    assert_int_equal(even->tile_m, major == 9 ? 64 : even->tile_m);
+                    if (major == 9 && even->kind != VG_KIND_DEQUANT_BLAS)
+                        assert_int_equal(even->tile_m, 64);
                     assert_string_not_equal(even->id, m16);
                 }
             }

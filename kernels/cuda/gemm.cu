@@ -269,6 +269,10 @@ vg_status launch(const CudaPlan *cp, const vg_gemm_args *a, const KWeight &kw, c
         if (kp.mtiles < 1)
             kp.mtiles = 1;
         grid.y = (unsigned)(groups * kp.mtiles);
+        /* From the host's copy of the offsets: a hint only (a graph replays
+         * it with whatever routing the device offsets then hold). */
+        kp.empty_tiles = kp.mtiles > 1 && a->offsets_host &&
+                         vg_gemm_row_tiles(a, p->tile_m, NULL) < groups * kp.mtiles;
     } else {
         grid.y = (unsigned)ceil_div(m, p->tile_m);
     }
@@ -362,7 +366,7 @@ static int routing_may_matter(vg_family f, vg_path path, int32_t rows, int32_t n
 {
     /* the last: the 16-row plan's grid has a row per group and tile, which
      * launch() refuses above 65535 */
-    return call && (path == VG_PATH_GROUPED || path == VG_PATH_MOE) && rows > 16 && rows <= 64 &&
+    return call && (path == VG_PATH_GROUPED || path == VG_PATH_MOE) && rows > 16 && rows <= 128 &&
            ceil_div(n, 16) >= 32 && (unsigned)f < VG_FAMILY_COUNT &&
            (long)call->w.groups * ceil_div(rows, 16) <= 65535;
 }
@@ -377,9 +381,14 @@ const vg_plan *vg_cuda_routing_plan_for(vg_family f, vg_path path, int32_t rows,
     if (sm_major >= 8 ? f == VG_FAMILY_FP16 || (f == VG_FAMILY_FP8 && rows <= 32)
                       : vg_family_desc_of(f)->elem_bits != 4)
         return NULL;
+    /* 65-128 rows: SM80+ only (the V100 model was not asked there) */
+    if (rows > 64 && sm_major < 8)
+        return NULL;
     int32_t busy = 0;
     const int32_t tiles = vg_gemm_row_tiles(call, 16, &busy);
-    const int few = sm_major >= 8 ? 2 * tiles <= 3 * busy : 4 * tiles <= 5 * busy;
+    const int few = sm_major < 8 ? 4 * tiles <= 5 * busy
+                  : rows <= 64   ? 2 * tiles <= 3 * busy
+                                 : 4 * tiles <= 9 * busy;
     if (!few)
         return NULL;
     /* looked up once: this runs on every grouped call's dispatch */

@@ -15,10 +15,10 @@
  *       16-row tile per grid row (the blocks of one N tile run together, so
  *       W comes from DRAM about once and from L2 after) and are timed
  *       against the mid tiles at 17-64 rows (issue 31), and for the grouped
- *       m16n16w4.u2, which runs one 16-row tile per 16 rows of each group
- *       (a group's tiles are adjacent grid rows): the rule's pick for moe
- *       calls whose groups mostly fit one tile, and for fp8 at 17-32 rows
- *       per group on SM80+ (KERNELS.md D43).
+ *       m16n16w4.u2 (to 128), which runs one 16-row tile per 16 rows of
+ *       each group (a group's tiles are adjacent grid rows): the rule's
+ *       pick for moe calls whose groups mostly fit one tile, and for fp8
+ *       at 17-32 rows per group on SM80+ (KERNELS.md D43, D44).
  *       id: cuda.<path>.decode.m<tile_m>n<tile_n>w<WK>.u<U>.sk<split>
  *   DECODE_WN(path, tile_m, tile_n, WN, WK, U, split, max_rows)
  *       vg_decode_kernel<Deq, NI = tile_n/(16 WN), WK, MT = tile_m/8, U, WN>:
@@ -94,7 +94,7 @@
     DECODE(grouped, 8, 16, 4, 4, 1, 8)                                                     \
     DECODE(grouped, 16, 32, 4, 2, 1, 16)                                                    \
     DECODE(grouped, 16, 32, 4, 2, 2, 16)                                                    \
-    DECODE(grouped, 16, 16, 4, 2, 1, 64)                                                    \
+    DECODE(grouped, 16, 16, 4, 2, 1, 128)                                                   \
     DECODE(grouped, 16, 16, 8, 2, 1, 16)                                                    \
     DECODE(grouped, 16, 32, 8, 2, 1, 16)                                                    \
     DECODE(grouped, 16, 16, 4, 4, 1, 16)                                                    \
