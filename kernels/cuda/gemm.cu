@@ -348,7 +348,7 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
 
 /* The rule's row that reads the routing (KERNELS.md D43).  A grouped call
  * whose largest group has 17-64 rows runs, by the rows alone, one 64-row
- * token tile per group (fp8 on SM80+ to 32 rows: two 16-row tiles), mostly
+ * token tile per group (65-128: two) (fp8 on SM80+ to 32 rows: two 16-row tiles), mostly
  * empty when a router sends most tokens to a few experts.  The grouped
  * 16-row plan runs one 16-row tile per 16 rows of each group instead, each
  * a pass over its group's W (from L2 after the first: a group's tiles are
@@ -358,6 +358,9 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
  * against 22.7, 22.8 against 22.8: level), not fp16 (36.8 against 34.7);
  * SM70/75, the 4-bit families, at most 5/4, where the V100 model puts the
  * grouped mid tile at 2x or more of the 16-row tiles (a model, D38's bar).
+ * And on SM80+ at 65-128 rows, at most 9/4 (D44: groups of 94 down to 12
+ * rows, 18 tiles for 8: 29.6-34.6 against 39.0-43.5 us for the 64-row
+ * plans, fp8 and the 4-bit families); SM70/75 were not modelled there.
  * Needs N >= 512 (32 tiles of 16 rows per group, as the 16-row plan needs
  * at up to 16 rows).  NULL call: every group at `rows`, which is never
  * few. */
@@ -417,9 +420,9 @@ const vg_plan *vg_cuda_routing_plan(vg_family f, vg_path path, int32_t rows, int
  * block per 64 x 64 tile to 256 (the H100 crossover at N = 4096,
  * KERNELS.md D36); below N = 2048 the 16-row tiles with 8 warps up to 64
  * rows (wo_a's N = 1024, D36) and the split-4 mid decode plan to 128.
- * Grouped and moe at 17-64 rows in the largest group whose routing leaves
- * few 16-row tiles: the grouped 16-row plan (vg_cuda_routing_plan_for,
- * D43), as for fp8 at 17-32 rows on SM80+.  Grouped and moe above 16 rows
+ * Grouped and moe at 17-64 rows in the largest group (SM80+: 17-128) whose
+ * routing leaves few 16-row tiles: the grouped 16-row plan
+ * (vg_cuda_routing_plan_for, D43, D44), as for fp8 at 17-32 rows on SM80+.  Grouped and moe above 16 rows
  * per group on SM80+: the grouped mid decode plans to 256 rows (fp16 to
  * 128; D37).  On SM70/75, the quantized
  * families, by the V100 model (D38): the mid decode plans at 65-128 rows
