@@ -155,13 +155,18 @@ static void test_grouped_loop_moe_every_plan(void **state)
             assert_true(tc_run_all_plans(&c, tc_tol(VG_FAMILY_FP8, VG_DTYPE_F32)) > 0);
             tc_free(&c);
         }
-    /* moe above 16 rows per group: the grouped mid plan. */
-    int32_t cnt[4] = {40, 0, 17, 3}, off[5];
-    tc_offsets(off, cnt, 4);
-    tc_case c;
-    tc_make(&c, VG_FAMILY_FP8, VG_PATH_MOE, off[4], 256, 512, 4, off, 77);
-    assert_true(tc_run_all_plans(&c, tc_tol(VG_FAMILY_FP8, VG_DTYPE_F32)) > 0);
-    tc_free(&c);
+    /* moe above 16 rows per group: the grouped mid plans, and the grouped
+     * 16-row plan with several tiles per group, some empty (to 64 rows,
+     * and to 128 where the routing row takes it on SM80+). */
+    static const int32_t above16[][4] = {{40, 0, 17, 3}, {100, 0, 17, 3}};
+    for (size_t i = 0; i < sizeof above16 / sizeof above16[0]; i++) {
+        int32_t off[5];
+        tc_offsets(off, above16[i], 4);
+        tc_case c;
+        tc_make(&c, VG_FAMILY_FP8, VG_PATH_MOE, off[4], 256, 512, 4, off, 77 + i);
+        assert_true(tc_run_all_plans(&c, tc_tol(VG_FAMILY_FP8, VG_DTYPE_F32)) > 0);
+        tc_free(&c);
+    }
 }
 
 /* The DeepSeek wo_a shape: 8 groups, N=1024, K=4096, 1..16 tokens per group,
