@@ -104,7 +104,7 @@ struct CudaPlan {
 /* Mid decode plans: the same kernel with WN warps over N sharing one X
  * ring (plan_list.h).  Dense: offered from tile_m/2 + 1 rows (below, the
  * 16-row plans, with half the token tile or less, waste less).  Grouped:
- * from 17, where the grouped 16-row plans stop but one (m16n16w4.u2, to 64
+ * from 17, where the grouped 16-row plans stop but one (m16n16w4.u2, to 128
  * rows: the rule's pick for uneven routing and fp8 to 32 rows, D43); a 64-token tile with 17-32
  * rows per group in one launch is 1.5-2.2x the per-group loop (wo_a, H100,
  * KERNELS.md D37). */
