@@ -348,14 +348,15 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
 
 /* The rule's row that reads the routing (KERNELS.md D43).  A grouped call
  * whose largest group has 17-64 rows runs, by the rows alone, one 64-row
- * token tile per group (65-128: two) (fp8 on SM80+ to 32 rows: two 16-row tiles), mostly
- * empty when a router sends most tokens to a few experts.  The grouped
- * 16-row plan runs one 16-row tile per 16 rows of each group instead, each
- * a pass over its group's W (from L2 after the first: a group's tiles are
- * adjacent grid rows).  So where the call's 16-row tiles are few for its
- * groups with rows: SM80+, at most 3/2 of them, fp8 (H100, wo_a, groups of
- * 47 down to 6 rows: 20.3 against 25.8 us) and the 4-bit families (22.1
- * against 22.7, 22.8 against 22.8: level), not fp16 (36.8 against 34.7);
+ * token tile per group (65-128: two; fp8 on SM80+ to 32 rows: two 16-row
+ * tiles), mostly empty when a router sends most tokens to a few experts.
+ * The grouped 16-row plan runs one 16-row tile per 16 rows of each group
+ * instead, each a pass over its group's W (from L2 after the first: a
+ * group's tiles are adjacent grid rows).  So where the call's 16-row
+ * tiles are few for its groups with rows: SM80+, at most 3/2 of them, fp8
+ * (H100, wo_a, groups of 47 down to 6 rows: 20.3 against 25.8 us) and
+ * the 4-bit families (22.1 against 22.7, 22.8 against 22.8: level), not
+ * fp16 (36.8 against 34.7);
  * SM70/75, the 4-bit families, at most 5/4, where the V100 model puts the
  * grouped mid tile at 2x or more of the 16-row tiles (a model, D38's bar).
  * And on SM80+ at 65-128 rows, at most 9/4 (D44: groups of 94 down to 12
@@ -422,13 +423,13 @@ const vg_plan *vg_cuda_routing_plan(vg_family f, vg_path path, int32_t rows, int
  * rows (wo_a's N = 1024, D36) and the split-4 mid decode plan to 128.
  * Grouped and moe at 17-64 rows in the largest group (SM80+: 17-128) whose
  * routing leaves few 16-row tiles: the grouped 16-row plan
- * (vg_cuda_routing_plan_for, D43, D44), as for fp8 at 17-32 rows on SM80+.  Grouped and moe above 16 rows
- * per group on SM80+: the grouped mid decode plans to 256 rows (fp16 to
- * 128; D37).  On SM70/75, the quantized
- * families, by the V100 model (D38): the mid decode plans at 65-128 rows
- * (N < 2048: 65-256).  Elsewhere (the rest of SM70/75, fp16 without
- * cuBLAS, above 256 rows) <= 64 rows: the mid tile; above: the prefill
- * tile.  Where the preferred
+ * (vg_cuda_routing_plan_for, D43, D44), as for fp8 at 17-32 rows on
+ * SM80+.  Grouped and moe above 16 rows per group on SM80+: the grouped
+ * mid decode plans to 256 rows (fp16 to 128; D37).  On SM70/75, the
+ * quantized families, by the V100 model (D38): the mid decode plans at
+ * 65-128 rows (N < 2048: 65-256).  Elsewhere (the rest of SM70/75, fp16
+ * without cuBLAS, above 256 rows) <= 64 rows: the mid tile; above: the
+ * prefill tile.  Where the preferred
  * plan needs more shared memory than the device has (the 8- and 16-warp
  * decode plans take 77-146 KB, the 3- and 4-stage mid and prefill tiles
  * 80-148 KB; a V100 has 96 KB, a T4 64 KB), the next plan in its list
