@@ -54,7 +54,7 @@ static int rule_usage(void)
            "  --family   a family or all (default all)\n"
            "  --path     default dense; rows are per group on the others, every group\n"
            "             at those rows (an uneven moe routing may get another plan at\n"
-           "             17-64 rows: kernels/cuda/KERNELS.md D43)\n"
+           "             17-64 rows, on SM80+ 17-128: kernels/cuda/KERNELS.md D43, D44)\n"
            "  --n, --k   default 4096, 4096 (n per group)\n"
            "  --rows     default 1,8,16,17,32,33,64,65,128,129,255,256,512,4096\n",
            VG_CUDA_DQBLAS_ROWS_SM70, VG_CUDA_DQBLAS_ROWS_SM80);
