@@ -602,7 +602,8 @@ static void test_rule_mid_rows(void **state)
 /* Groups above 16 rows (moe, and grouped calls rerouted to moe) on SM80+:
  * the grouped mid decode plans to 256 rows (fp16: 128), offered there (from
  * 17 rows: no grouped token tile is smaller), two K groups to 64 rows
- * (fp16: 128), but fp8's two 16-row tiles to 32 rows; above, the
+ * (fp16: 128), but fp8's two 16-row tiles (32 weight rows a block) to 32
+ * rows; above, the
  * dequantize + cuBLAS kind where offered; SM70 keeps the grouped mid tile. */
 static void test_rule_grouped_rows(void **state)
 {
@@ -624,8 +625,9 @@ static void test_rule_grouped_rows(void **state)
             if (m > last) {
                 assert_int_equal(h->kind, VG_KIND_DEQUANT_BLAS);
             } else if (fam == VG_FAMILY_FP8 && m <= 32) {
-                /* two 16-row tiles per group (D43) */
-                assert_string_equal(h->id, "cuda.grouped.decode.m16n16w4.u2.sk1");
+                /* two 16-row tiles per group (D43), 32 weight rows per
+                 * block (D45) */
+                assert_string_equal(h->id, "cuda.grouped.decode.m16n32w4.u2.sk1");
                 assert_true(vg_plan_offered(h, fam, VG_PATH_MOE, m));
             } else {
                 assert_int_equal(h->kind, VG_KIND_DECODE);
@@ -733,9 +735,9 @@ static void test_rule_uneven_moe(void **state)
                 }
                 /* the rows alone: 64-row tiles on SM80+ (fp16 from 129:
                  * the dequantize + cuBLAS kind), but fp8's two 16-row tiles
-                 * to 32 rows (even32) */
+                 * of 32 weight rows to 32 rows (even32) */
                 if (major == 9 && fam == VG_FAMILY_FP8 && rows <= 32) {
-                    assert_string_equal(even->id, m16);
+                    assert_string_equal(even->id, "cuda.grouped.decode.m16n32w4.u2.sk1");
                 } else {
                     if (major == 9 && even->kind != VG_KIND_DEQUANT_BLAS)
                         assert_int_equal(even->tile_m, 64);

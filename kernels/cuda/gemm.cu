@@ -458,9 +458,11 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
      * 17-64 against 62-67, 63.9 against 71.2 at 128), cuBLAS above (78.0
      * against 120.8 at 256). */
     /* fp8 at 17-32 rows per group: two 16-row tiles per group ahead of one
-     * 64-row tile (wo_a, H100, 32 even: 22.7 against 26.3 us; D43) */
+     * 64-row tile (wo_a, H100, 32 even: 22.7 against 26.3 us; D43), 32
+     * weight rows per block ahead of 16 (21.45 against 22.53 us even,
+     * 28.32 against 29.55 skewed; D45) */
     if (grouped && sm_major >= 8 && f == VG_FAMILY_FP8 && rows > 16 && rows <= 32 && tiles >= 32)
-        return by_id("cuda.grouped.decode.m16n16w4.u2.sk1");
+        return by_id("cuda.grouped.decode.m16n32w4.u2.sk1");
     if (grouped && sm_major >= 8 && rows > 16 && rows <= (f == VG_FAMILY_FP16 ? 128 : 256))
         return rows <= (f == VG_FAMILY_FP16 ? 128 : 64)
                    ? first_that_fits(f, smem_limit, {"cuda.grouped.decode.m64n64wn4wk2.u2.sk1",

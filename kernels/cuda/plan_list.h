@@ -92,7 +92,7 @@
     DECODE(grouped, 8, 16, 8, 2, 1, 8)                                                     \
     DECODE(grouped, 8, 32, 8, 2, 1, 8)                                                     \
     DECODE(grouped, 8, 16, 4, 4, 1, 8)                                                     \
-    DECODE(grouped, 16, 32, 4, 2, 1, 16)                                                    \
+    DECODE(grouped, 16, 32, 4, 2, 1, 32)                                                    \
     DECODE(grouped, 16, 32, 4, 2, 2, 16)                                                    \
     DECODE(grouped, 16, 16, 4, 2, 1, 128)                                                   \
     DECODE(grouped, 16, 16, 8, 2, 1, 16)                                                    \
