@@ -156,9 +156,10 @@ static void test_grouped_loop_moe_every_plan(void **state)
             tc_free(&c);
         }
     /* moe above 16 rows per group: the grouped mid plans, and the grouped
-     * 16-row plan with several tiles per group, some empty (to 64 rows,
-     * and to 128 where the routing row takes it on SM80+). */
-    static const int32_t above16[][4] = {{40, 0, 17, 3}, {100, 0, 17, 3}};
+     * 16-row plans with several tiles per group, some empty (m16n32w4.u2 to
+     * 32 rows, m16n16w4.u2 to 64, and to 128 where the routing row takes it
+     * on SM80+). */
+    static const int32_t above16[][4] = {{32, 0, 17, 3}, {40, 0, 17, 3}, {100, 0, 17, 3}};
     for (size_t i = 0; i < sizeof above16 / sizeof above16[0]; i++) {
         int32_t off[5];
         tc_offsets(off, above16[i], 4);
