@@ -108,9 +108,13 @@ static void test_dense_every_plan(void **state)
 {
     (void)state;
     VGTEST_REQUIRE_CUDA();
+    /* {40, 128, 128}: one K step, so the two-K-group plans' second group
+     * has none (the 4-bit families meet that at K = 256, KERNELS.md Open:
+     * racecheck) */
     static const int32_t shapes[][3] = {
         {1, 256, 384}, {7, 200, 392}, {16, 512, 1024}, {3, 130, 200},
         {33, 256, 512}, {64, 128, 256}, {100, 300, 264}, {5, 64, 4096},
+        {40, 128, 128},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         tc_case c;
