@@ -36,19 +36,20 @@ LOG
 expect race.log "2 report(s) in voltgate kernels (vg_*), 1 elsewhere [first: nvjet_sm90_hss_64x8_64x16_1x1_h_bz_splitK_TNT]; ours: awq decode.m64n64wn4wk2.u2 1 (256 hazards), nvfp4 decode.m64n64wn4wk2.u2 1 (640 hazards)"
 
 # the same plan twice, hazards summed; a decode plan of one warp column
-# (WN = 1: "w<WK>"), a report with no hazard count
+# (WN = 1: "w<WK>") whose dequantizer is a family's Words variant, a
+# report with no hazard count
 cat > "$tmp/race2.log" <<'LOG'
 ========= Error: Race reported between Write access at void vg_decode_kernel<DeqAWQ, (int)1, (int)2, (int)8, (int)2, (int)4>(KParams)+0xc9d0 in decode_kernel.cuh:650
 =========     and Read access at void vg_decode_kernel<DeqAWQ, (int)1, (int)2, (int)8, (int)2, (int)4>(KParams)+0xcc70 in decode_kernel.cuh:662 [3 hazards]
 =========
-========= Error: Race reported between Write access at void vg_decode_kernel<DeqFP8, (int)2, (int)4, (int)2, (int)2, (int)1>(KParams)+0x100 in decode_kernel.cuh:600
-=========     and Read access at void vg_decode_kernel<DeqFP8, (int)2, (int)4, (int)2, (int)2, (int)1>(KParams)+0x200 in decode_kernel.cuh:610
+========= Error: Race reported between Write access at void vg_decode_kernel<DeqMXFP4Words, (int)2, (int)4, (int)2, (int)2, (int)1>(KParams)+0x100 in decode_kernel.cuh:600
+=========     and Read access at void vg_decode_kernel<DeqMXFP4Words, (int)2, (int)4, (int)2, (int)2, (int)1>(KParams)+0x200 in decode_kernel.cuh:610
 =========
 ========= Error: Race reported between Write access at void vg_decode_kernel<DeqAWQ, (int)1, (int)2, (int)8, (int)2, (int)4>(KParams)+0xc9d0 in decode_kernel.cuh:650
 =========     and Read access at void vg_decode_kernel<DeqAWQ, (int)1, (int)2, (int)8, (int)2, (int)4>(KParams)+0xcc70 in decode_kernel.cuh:662 [10 hazards]
 ========= RACECHECK SUMMARY: 3 hazards displayed (3 errors, 0 warnings)
 LOG
-expect race2.log "3 report(s) in voltgate kernels (vg_*), 0 elsewhere; ours: awq decode.m64n64wn4wk2.u2 2 (13 hazards), fp8 decode.m16n32w4.u2 1"
+expect race2.log "3 report(s) in voltgate kernels (vg_*), 0 elsewhere; ours: awq decode.m64n64wn4wk2.u2 2 (13 hazards), mxfp4 decode.m16n32w4.u2 1"
 
 # memcheck: the kernel is on the line after the report's first
 cat > "$tmp/mem.log" <<'LOG'
