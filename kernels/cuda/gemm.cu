@@ -459,8 +459,8 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
      * against 120.8 at 256). */
     /* fp8 at 17-32 rows per group: two 16-row tiles per group ahead of one
      * 64-row tile (wo_a, H100, 32 even: 22.7 against 26.3 us; D43), 32
-     * weight rows per block ahead of 16 (21.45 against 22.53 us even,
-     * 28.32 against 29.55 skewed; D45) */
+     * weight rows per block ahead of 16 (32 even: 21.45 against 22.53 us;
+     * D45) */
     if (grouped && sm_major >= 8 && f == VG_FAMILY_FP8 && rows > 16 && rows <= 32 && tiles >= 32)
         return by_id("cuda.grouped.decode.m16n32w4.u2.sk1");
     if (grouped && sm_major >= 8 && rows > 16 && rows <= (f == VG_FAMILY_FP16 ? 128 : 256))
