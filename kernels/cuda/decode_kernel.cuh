@@ -101,21 +101,25 @@ __global__ void __launch_bounds__(WK * WN * 32, (DecodeCfg<Deq, NI, WK, MT, UU, 
     const int n0 = blockIdx.x * C::BN + wn * C::kWarpN;
     const int kbeg = blockIdx.z * p.k_per_split;
     const int kend = min(K, kbeg + p.k_per_split);
-    const int nsteps = kend > kbeg ? (kend - kbeg + C::kStepK - 1) / C::kStepK : 0;
     /* Warp wk takes runs of PR steps: run c = (i / PR) * WK + wk holds its
-     * steps c * PR .. c * PR + PR - 1; the last run may be short. */
+     * steps c * PR .. c * PR + PR - 1; the last run may be short.  K group
+     * w's steps over [kb, ke): niter, of which 0 .. nfast-1 take the vector
+     * loads (load_w); only a group's last step can be short (its k0 is the
+     * largest), and with unaligned W or X none is fast. */
     constexpr int PR = C::PR;
-    const int nruns = (nsteps + PR - 1) / PR;
-    const int wruns = nruns > wk ? (nruns - wk + WK - 1) / WK : 0;
-    const int niter = wruns == 0 ? 0
-                    : (wruns - 1) * WK + wk == nruns - 1 ? (wruns - 1) * PR + (nsteps - (nruns - 1) * PR)
-                                                           : wruns * PR;
-    /* Steps 0 .. nfast-1 take the vector loads (load_w); only a warp's last
-     * step can be short (its k0 is the largest), and with unaligned W or X
-     * none is fast. */
-    const bool tail_step = (kend - kbeg) % C::kStepK != 0 && niter > 0 &&
-                           (wruns - 1) * WK + wk == nruns - 1;
-    const int nfast = p.w_vec_ok && p.x_vec_ok ? niter - (tail_step ? 1 : 0) : 0;
+    auto group_steps = [&](int w, int kb, int ke, int &niter, int &nfast) {
+        const int nsteps = ke > kb ? (ke - kb + C::kStepK - 1) / C::kStepK : 0;
+        const int nruns = (nsteps + PR - 1) / PR;
+        const int wruns = nruns > w ? (nruns - w + WK - 1) / WK : 0;
+        niter = wruns == 0 ? 0
+              : (wruns - 1) * WK + w == nruns - 1 ? (wruns - 1) * PR + (nsteps - (nruns - 1) * PR)
+                                                  : wruns * PR;
+        const bool tail_step = (ke - kb) % C::kStepK != 0 && niter > 0 &&
+                               (wruns - 1) * WK + w == nruns - 1;
+        nfast = p.w_vec_ok && p.x_vec_ok ? niter - (tail_step ? 1 : 0) : 0;
+    };
+    int niter, nfast;
+    group_steps(wk, kbeg, kend, niter, nfast);
     uint16_t *xring = reinterpret_cast<uint16_t *>(smem) + wk * U * C::kXSlot;
 
     /* Rows past N read row N-1 (valid memory); their results are dropped. */
@@ -639,6 +643,34 @@ __global__ void __launch_bounds__(WK * WN * 32, (DecodeCfg<Deq, NI, WK, MT, UU, 
 
     /* The WK partial sums, added in fixed order into warp wk = 0. */
     if constexpr (WK > 1) {
+        if constexpr (WN > 1) {
+            /* compute-sanitizer's racecheck reports the store and the read
+             * below as a race whenever a storing K group has taken its
+             * named ring barrier more times than K group 0, although the
+             * __syncthreads between them orders them (a standalone kernel
+             * with only that pattern shows it: KERNELS.md D46).  So every K
+             * group takes its ring barrier as often as the busiest one, at
+             * a cost of a barrier or two where a group's share of K ends
+             * short.  The split is worked out again from copies of kbeg
+             * and kend the compiler cannot see through: sharing the values
+             * of the loop's, it held them over the loop (SM70's mxfp4
+             * m64n64wn4wk2 spilled). */
+            int kb = kbeg, ke = kend;
+            asm volatile("" : "+r"(kb), "+r"(ke));
+            /* The loops above: a barrier per fast step and one after them
+             * on a shared ring (U > 1), else two per fast step; two per
+             * step of the plain loop. */
+            auto ring_barriers = [&](int w) {
+                int n, fast;
+                group_steps(w, kb, ke, n, fast);
+                return (U > 1 ? fast + 1 : 2 * fast) + 2 * (n - fast);
+            };
+            int most = 0;
+            for (int w = 0; w < WK; w++)
+                most = max(most, ring_barriers(w));
+            for (int c = ring_barriers(wk); c < most; c++)
+                sync_ring();
+        }
         float *red = reinterpret_cast<float *>(smem + C::kXSmem);
         auto slot = [&](int w, int j, int m, int e) -> float & {
             return red[((w - 1) * BM + tok(m, e)) * C::BN + wn * C::kWarpN + wrow_of(j, e)];
