@@ -37,5 +37,32 @@ OUT="$tmp/out" "$tmp/repo/ci/device-run" nothing > /dev/null 2>&1 || fail "empty
 left=$(cd "$tmp/out" && ls -A | tr '\n' ' ')
 [ "$left" = "summary.txt " ] || fail "empty OUT left '$left'"
 
+# The racecheck phase's probe line (ci/racecheck-probe.cu), with stand-ins
+# for nvcc and compute-sanitizer on PATH: the sanitizer exits 9 for the
+# probe at n0/n1 = 1/3 when told to, and 0 for everything else.
+mkdir -p "$tmp/bin"
+cat > "$tmp/bin/nvcc" <<'SH'
+#!/bin/bash
+while [ $# -gt 0 ]; do [ "$1" = -o ] && { touch "$2"; chmod +x "$2"; }; shift; done
+SH
+cat > "$tmp/bin/compute-sanitizer" <<'SH'
+#!/bin/bash
+case "$*" in
+    *racecheck-probe\ 1\ 3) echo "========= RACECHECK SUMMARY: 1 hazard displayed"; exit "${FAKE_MORE_RC:-0}" ;;
+    *racecheck-probe\ 3\ 3) echo "========= RACECHECK SUMMARY: 0 hazards displayed"; exit "${FAKE_SAME_RC:-0}" ;;
+esac
+echo "========= RACECHECK SUMMARY: 0 hazards displayed"
+SH
+chmod +x "$tmp/bin/nvcc" "$tmp/bin/compute-sanitizer"
+probe_line() { # FAKE_MORE_RC FAKE_SAME_RC
+    rm -rf "$tmp/out" && mkdir -p "$tmp/out"
+    (cd "$tmp/repo" && PATH="$tmp/bin:$PATH" OUT="$tmp/out" SANITIZE_TOOLS=racecheck \
+        FAKE_MORE_RC=$1 FAKE_SAME_RC=$2 ci/device-run sanitize > /dev/null 2>&1)
+    grep '^racecheck probe' "$tmp/out/summary.txt"
+}
+case "$(probe_line 9 0)" in *"keep the padding"*) ;; *) fail "probe reporting: '$(probe_line 9 0)'" ;; esac
+case "$(probe_line 0 0)" in *"no longer needs"*) ;; *) fail "probe clean: '$(probe_line 0 0)'" ;; esac
+case "$(probe_line 9 9)" in *"broken"*) ;; *) fail "probe at n0 = n1: '$(probe_line 9 9)'" ;; esac
+
 [ "$fails" = 0 ] && echo "test_device_run: ok" || echo "test_device_run: $fails failure(s)"
 [ "$fails" = 0 ]
