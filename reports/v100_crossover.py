@@ -177,7 +177,7 @@ DENSE_PLAN_LIST = (
     ("TILED", ("mid", 64, 64, 128, 2, 2, 64, 2, 2, 1)),
     ("TILED", ("prefill", 128, 128, 64, 2, 1, 0, 2, 4, 1)),
     ("TILED", ("prefill", 64, 64, 64, 3, 1, 0, 2, 2, 1)),
-    ("DQBLAS", ()),
+    ("DQBLAS", (1,)),
 )
 DQBLAS_ID = "cuda.dense.dqcublas"
 DQBLAS_MIN_ROWS = 17                      # gemm.cu DQBLAS_MIN_ROWS (GROUPED_DECODE_MAX_TOKENS + 1)

@@ -1,9 +1,10 @@
 /*
  * The dequantize-once + cuBLAS plan kind (kernels/cuda/dequant_blas.cu):
- * its workspace (one group's FP16 copy plus cuBLAS's own), a workspace one
- * byte short refused without a launch, the same bits on every run and when
- * replayed from a CUDA graph, and moe with empty and large groups against
- * the reference on the FP16-rounded weight.  Every plan of every family is
+ * its workspace (one group's FP16 copy plus cuBLAS's own; the batched
+ * plan's up to 8 copies and its pointer table), a workspace one byte short
+ * refused without a launch, the same bits on every run and when replayed
+ * from a CUDA graph, and moe with empty and large groups (more than a
+ * batch of them) against the reference on the FP16-rounded weight.  Every plan of every family is
  * also run by test_cuda_families and test_cuda_fp8 (tc_run_all_plans).
  * And the run-time loader of cuBLAS: its reasons, and the toolkit's soname
  * (test_cuda_no_cublas.c: the runtime where cuBLAS does not load).
@@ -16,11 +17,12 @@
 
 #include "test_cuda_util.h"
 
-static const vg_plan *dq_plan(vg_path path)
+/* The kind's plan for the path that takes `batch` groups per cuBLAS call. */
+static const vg_plan *dq_plan_batched(vg_path path, int batch)
 {
     for (size_t i = 0; i < vg_cuda_plan_count(); i++) {
         const vg_plan *p = vg_cuda_plan_at(i);
-        if (p->kind == VG_KIND_DEQUANT_BLAS &&
+        if (p->kind == VG_KIND_DEQUANT_BLAS && p->stages == batch &&
             p->path == (path == VG_PATH_DENSE || path == VG_PATH_LOOP ? VG_PATH_DENSE
                                                                        : VG_PATH_GROUPED))
             return p;
@@ -28,7 +30,10 @@ static const vg_plan *dq_plan(vg_path path)
     return NULL;
 }
 
-static size_t ws_of(const vg_plan *p, vg_family f, vg_path path, int32_t m, int32_t n, int32_t k)
+static const vg_plan *dq_plan(vg_path path) { return dq_plan_batched(path, 1); }
+
+static size_t ws_groups(const vg_plan *p, vg_family f, vg_path path, int32_t m, int32_t n,
+                        int32_t k, int32_t groups)
 {
     vg_gemm_args a;
     memset(&a, 0, sizeof a);
@@ -37,10 +42,15 @@ static size_t ws_of(const vg_plan *p, vg_family f, vg_path path, int32_t m, int3
     a.w.family = f;
     a.w.n = n;
     a.w.k = k;
-    a.w.groups = 1;
+    a.w.groups = groups;
     size_t bytes = 0;
     assert_int_equal(vg_cuda_workspace_bytes(p, &a, &bytes), VG_OK);
     return bytes;
+}
+
+static size_t ws_of(const vg_plan *p, vg_family f, vg_path path, int32_t m, int32_t n, int32_t k)
+{
+    return ws_groups(p, f, path, m, n, k, 1);
 }
 
 /* The copy is one group's N x K FP16 (rounded up to 256 bytes) on top of
@@ -70,6 +80,35 @@ static void test_workspace_is_one_fp16_copy(void **state)
                              base + copy);
         }
     assert_int_equal(ws_of(p, VG_FAMILY_FP8, VG_PATH_DENSE, 0, 4096, 4096), 0);
+}
+
+/* The batched plan (cuda.grouped.dqcublas.g8): a 256-byte pointer table,
+ * then one copy per group up to 8 (a 256-expert layer holds 8, never 256),
+ * then what the one-group plan adds; fp16 only the table. */
+static void test_batched_workspace_is_at_most_eight_copies(void **state)
+{
+    (void)state;
+    if (vg_cuda_plan_count() == 0) {
+        vgtest_skip("built without CUDA");
+    }
+    const vg_plan *one = dq_plan(VG_PATH_MOE), *batched = dq_plan_batched(VG_PATH_MOE, 8);
+    assert_non_null(one);
+    assert_non_null(batched);
+    assert_string_equal(batched->id, "cuda.grouped.dqcublas.g8");
+    assert_int_equal(batched->min_rows, one->min_rows);
+    assert_null(dq_plan_batched(VG_PATH_DENSE, 8));
+    const int32_t n = 1024, k = 4096;
+    const size_t copy = (size_t)n * k * 2;
+    static const int32_t groups[] = {1, 3, 8, 9, 256};
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
+        const int32_t g = groups[i];
+        const size_t base = ws_groups(one, VG_FAMILY_NVFP4, VG_PATH_MOE, 300, n, k, g);
+        const size_t copies = (size_t)(g < 8 ? g : 8);
+        assert_int_equal(ws_groups(batched, VG_FAMILY_NVFP4, VG_PATH_MOE, 300, n, k, g),
+                         256 + base + (copies - 1) * copy);
+        assert_int_equal(ws_groups(batched, VG_FAMILY_FP16, VG_PATH_MOE, 300, n, k, g),
+                         256 + ws_groups(one, VG_FAMILY_FP16, VG_PATH_MOE, 300, n, k, g));
+    }
 }
 
 /* One byte short: refused before anything is launched (Y keeps its NaN). */
@@ -137,26 +176,77 @@ static void test_same_bits_direct_and_graph(void **state)
 }
 
 /* moe and loop with empty groups and groups above the grouped decode limit,
- * FP32 and FP16 output. */
+ * FP32 and FP16 output; moe also on the batched plan, with 10 groups with
+ * rows (two batches: 8, then 2) and runs of equal rows (one cuBLAS group of
+ * several problems) beside single ones. */
 static void test_groups_empty_and_large(void **state)
 {
     (void)state;
     VGTEST_REQUIRE_CUDA();
     static const int32_t counts[] = {0, 40, 0, 25, 3};
-    int32_t off[6];
+    static const int32_t many[] = {17, 17, 0, 40, 40, 40, 3, 0, 25, 25, 9, 33};
+    enum { MANY = sizeof many / sizeof many[0] };
+    int32_t off[6], off_many[MANY + 1];
     tc_offsets(off, counts, 5);
-    static const vg_path paths[] = {VG_PATH_MOE, VG_PATH_LOOP};
+    tc_offsets(off_many, many, MANY);
+    static const vg_path paths[] = {VG_PATH_MOE, VG_PATH_LOOP, VG_PATH_MOE, VG_PATH_MOE};
+    static const int batches[] = {1, 1, 8, 8};
     for (int f = 0; f < VG_FAMILY_COUNT; f++)
-        for (size_t i = 0; i < 2; i++)
+        for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
             for (int y16 = 0; y16 <= 1; y16++) {
+                const int big = i == 3;
                 tc_case c;
-                tc_make(&c, (vg_family)f, paths[i], off[5], 136, 512, 5, off,
-                        200 + (uint64_t)f * 4 + i * 2 + (uint64_t)y16);
+                tc_make(&c, (vg_family)f, paths[i], big ? off_many[MANY] : off[5], 136, 512,
+                        big ? MANY : 5, big ? off_many : off,
+                        200 + (uint64_t)f * 8 + i * 2 + (uint64_t)y16);
                 const vg_dtype yt = y16 ? VG_DTYPE_F16 : VG_DTYPE_F32;
                 c.args.y_dtype = yt;
-                tc_run_plan(&c, dq_plan(paths[i]), tc_tol((vg_family)f, yt));
+                tc_run_plan(&c, dq_plan_batched(paths[i], batches[i]), tc_tol((vg_family)f, yt));
                 tc_free(&c);
             }
+}
+
+/* The batched plan in a CUDA graph: the pointer table cuBLAS reads is
+ * written by the captured kernels, so a replay over poisoned Y gives the
+ * direct run's bits (two batches: 9 groups with rows). */
+static void test_batched_graph_replay(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    assert_int_equal(vg_cuda_blas_prepare(NULL, NULL), VG_OK);
+    void *stream = NULL;
+    assert_int_equal(vg_cuda_stream_create(&stream), VG_OK);
+    static const int32_t counts[] = {30, 0, 64, 64, 17, 64, 5, 64, 64, 20};
+    enum { G = sizeof counts / sizeof counts[0] };
+    int32_t off[G + 1];
+    tc_offsets(off, counts, G);
+    const vg_plan *p = dq_plan_batched(VG_PATH_MOE, 8);
+    assert_non_null(p);
+    for (int f = 0; f < VG_FAMILY_COUNT; f++)
+        for (int y16 = 0; y16 <= 1; y16++) {
+            const vg_dtype yt = y16 ? VG_DTYPE_F16 : VG_DTYPE_F32;
+            tc_case c;
+            tc_make(&c, (vg_family)f, VG_PATH_MOE, off[G], 200, 384, G, off,
+                    300 + (uint64_t)f * 2 + (uint64_t)y16);
+            c.args.stream = stream;
+            c.args.y_dtype = yt;
+            tc_run_plan(&c, p, tc_tol((vg_family)f, yt));
+            float *y1 = tc_download(&c);
+            assert_int_equal(vg_cuda_graph_begin(stream), VG_OK);
+            assert_int_equal(vg_cuda_gemm(p, &c.args), VG_OK);
+            void *exec = NULL;
+            assert_int_equal(vg_cuda_graph_end(stream, &exec), VG_OK);
+            tc_poison(&c);
+            assert_int_equal(vg_cuda_graph_launch(exec, stream), VG_OK);
+            assert_int_equal(vg_cuda_synchronize(stream), VG_OK);
+            float *y2 = tc_download(&c);
+            assert_memory_equal(y1, y2, (size_t)c.m * c.n * 4);
+            assert_int_equal(vg_cuda_graph_destroy(exec), VG_OK);
+            free(y1);
+            free(y2);
+            tc_free(&c);
+        }
+    vg_cuda_stream_destroy(stream);
 }
 
 /* cuBLAS is loaded at run time (kernels.h vg_cuda_blas_load): where the
@@ -204,9 +294,11 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_workspace_is_one_fp16_copy),
+        cmocka_unit_test(test_batched_workspace_is_at_most_eight_copies),
         cmocka_unit_test(test_short_workspace_refused),
         cmocka_unit_test(test_same_bits_direct_and_graph),
         cmocka_unit_test(test_groups_empty_and_large),
+        cmocka_unit_test(test_batched_graph_replay),
         cmocka_unit_test(test_loader_says_why),
         cmocka_unit_test(test_loader_takes_toolkit_soname),
     };

@@ -135,7 +135,7 @@ typedef struct vg_plan {
     vg_path path;          /* VG_PATH_DENSE or VG_PATH_GROUPED */
     uint32_t families;     /* VG_FAMILY_BIT mask */
     int32_t tile_m, tile_n, tile_k;
-    int32_t stages;
+    int32_t stages;        /* pipeline stages; the dequantize + cuBLAS kind: groups per cuBLAS call */
     int32_t split_k;
     int32_t max_rows;      /* largest M (dense) or rows per group (grouped) it takes; 0 = any */
     vg_plan_kind kind;

@@ -58,6 +58,15 @@ struct BlasApi {
                               const void *, const void *, cudaDataType, int, const void *,
                               cudaDataType, int, const void *, void *, cudaDataType, int,
                               cublasComputeType_t, cublasGemmAlgo_t);
+    /* cuBLAS 12.5 and later; NULL before (then a batch runs as one
+     * cublasGemmEx per group).  Declared here: CUDA 11.8's header has no
+     * declaration to take it from. */
+    cublasStatus_t (*gemm_grouped)(cublasHandle_t, const cublasOperation_t[],
+                                   const cublasOperation_t[], const int[], const int[], const int[],
+                                   const void *, const void *const[], cudaDataType, const int[],
+                                   const void *const[], cudaDataType, const int[], const void *,
+                                   void *const[], cudaDataType, const int[], int, const int[],
+                                   cublasComputeType_t);
 };
 
 struct BlasSymbol {
@@ -81,9 +90,12 @@ const BlasSymbol kBlasSymbols[] = {
  * install, or a toolkit whose soname differs). */
 const char *const kBlasSonames[] = {"libcublas.so." VG_STR(CUBLAS_VER_MAJOR), "libcublas.so"};
 
-/* Opens `library` and resolves every function of BlasApi from it into *api.
- * On failure closes what it opened and writes the reason (the library and
- * dlerror()) to why. */
+/* The one function BlasApi may lack (gemm_grouped). */
+const char kBlasGroupedSymbol[] = "cublasGemmGroupedBatchedEx";
+
+/* Opens `library` and resolves every function of BlasApi from it into *api
+ * (gemm_grouped where the library has it).  On failure closes what it
+ * opened and writes the reason (the library and dlerror()) to why. */
 bool blas_open(const char *library, BlasApi *api, void **lib, char *why, size_t cap)
 {
     void *h = dlopen(library, RTLD_NOW | RTLD_LOCAL);
@@ -107,6 +119,10 @@ bool blas_open(const char *library, BlasApi *api, void **lib, char *why, size_t 
         }
         memcpy(reinterpret_cast<char *>(api) + sym.offset, &fn, sizeof fn);
     }
+    (void)dlerror();
+    void *grouped = dlsym(h, kBlasGroupedSymbol);
+    (void)dlerror();
+    memcpy(&api->gemm_grouped, &grouped, sizeof grouped);
     *lib = h;
     return true;
 }
@@ -185,12 +201,54 @@ size_t blas_workspace_bytes(void)
     return (size_t)(vg_cuda_device_major() >= 9 ? 32 : 4) << 20;
 }
 
-/* Rows n, K elements [16c, 16c + 16) of group g's W, as FP16 into out
- * ([N][K] row-major).  Consecutive threads take consecutive chunks of a
+/* The most groups a plan's cuBLAS call takes (the plan list's largest
+ * DQBLAS groups). */
+constexpr int kMaxBatch = 8;
+
+/* One launch's groups, slot by slot (a slot is a grid row of the dequantize
+ * kernel and a problem of cuBLAS's grouped GEMM), and where set, the
+ * pointer table that GEMM reads from device memory: its A (W copies), B (X
+ * rows) and C (Y rows) arrays, kMaxBatch entries each.  The kernels write
+ * the table, so a replayed graph finds it written in stream order and
+ * nothing is copied from the host. */
+struct DequantBatch {
+    int32_t group[kMaxBatch];
+    int32_t row0[kMaxBatch]; /* the group's first row of X and Y */
+    const void **table;      /* NULL: no table (one cublasGemmEx per group) */
+    const uint16_t *x;
+    uint8_t *y;
+    size_t y_row_bytes;
+    size_t copy_elems; /* a slot's FP16 copy, rounded up to kAlign bytes */
+};
+
+__device__ void write_table(const DequantBatch &b, int slot, const void *w, int32_t k)
+{
+    b.table[slot] = w;
+    b.table[kMaxBatch + slot] = b.x + (size_t)b.row0[slot] * k;
+    b.table[2 * kMaxBatch + slot] = b.y + (size_t)b.row0[slot] * b.y_row_bytes;
+}
+
+/* fp16: no copy to make, only the table, whose W entries are the groups'
+ * own weights.  One thread per slot. */
+__global__ void vg_dqblas_table_kernel(KWeight w, DequantBatch b, int slots)
+{
+    const int slot = threadIdx.x;
+    if (slot < slots)
+        write_table(b, slot, w.q + (size_t)b.group[slot] * w.q_group_bytes, w.k);
+}
+
+/* Rows n, K elements [16c, 16c + 16) of the W of the group in slot
+ * blockIdx.y, as FP16 into that slot's copy ([N][K] row-major, at out +
+ * slot * copy_elems).  Consecutive threads take consecutive chunks of a
  * row, so loads and stores are coalesced. */
 template <class Deq>
-__global__ void __launch_bounds__(256) vg_dequant_f16_kernel(KWeight w, int g, __half *out)
+__global__ void __launch_bounds__(256) vg_dequant_f16_kernel(KWeight w, DequantBatch b, __half *out)
 {
+    const int slot = blockIdx.y;
+    const int g = b.group[slot];
+    out += (size_t)slot * b.copy_elems;
+    if (b.table && blockIdx.x == 0 && threadIdx.x == 0)
+        write_table(b, slot, out, w.k);
     constexpr int kBytes = kChunk * Deq::kBits / 8;
     const int chunks = (w.k + kChunk - 1) / kChunk;
     const size_t total = (size_t)w.n * (size_t)chunks;
@@ -244,12 +302,13 @@ __global__ void __launch_bounds__(256) vg_dequant_f16_kernel(KWeight w, int g, _
     }
 }
 
-typedef void (*dequant_fn)(const KWeight &w, int g, __half *out, dim3 grid, cudaStream_t s);
+typedef void (*dequant_fn)(const KWeight &w, const DequantBatch &b, __half *out, dim3 grid,
+                           cudaStream_t s);
 
 template <class Deq>
-void launch_dequant(const KWeight &w, int g, __half *out, dim3 grid, cudaStream_t s)
+void launch_dequant(const KWeight &w, const DequantBatch &b, __half *out, dim3 grid, cudaStream_t s)
 {
-    vg_dequant_f16_kernel<Deq><<<grid, 256, 0, s>>>(w, g, out);
+    vg_dequant_f16_kernel<Deq><<<grid, 256, 0, s>>>(w, b, out);
 }
 
 /* Indexed by vg_family; fp16 needs none. */
@@ -369,13 +428,76 @@ vg_status blas_gemm(const BlasApi &blas, cublasHandle_t h, const __half *w, cons
     return st == CUBLAS_STATUS_SUCCESS ? VG_OK : blas_fail(st, "cublasGemmEx");
 }
 
+/* Whether cublasGemmGroupedBatchedEx takes this output type, by Y's dtype
+ * (0 FP32, 1 FP16): 0 not asked yet, 1 yes, -1 no.  cuBLAS documents FP16
+ * inputs with FP16 output under FP32 compute, not FP32 output; where a
+ * call is refused as not supported or invalid for a type, that batch and
+ * every later one of that type run as one cublasGemmEx per group instead
+ * (the same bits as the one-group plan). */
+std::atomic<int> g_grouped_takes[2];
+
+/* The batch's problems through one cublasGemmGroupedBatchedEx: problems
+ * of equal rows (in slot order) form one of its groups, so an even call's
+ * batch is one group of `slots` problems.  *refused: cuBLAS refused the
+ * types (nothing launched). */
+vg_status blas_gemm_grouped(const BlasApi &blas, cublasHandle_t h, const DequantBatch &b,
+                            const int32_t *rows, int slots, vg_dtype yt, int n, int k,
+                            bool *refused)
+{
+    cublasOperation_t ta[kMaxBatch], tb[kMaxBatch];
+    int m_arr[kMaxBatch], n_arr[kMaxBatch], k_arr[kMaxBatch], lda[kMaxBatch], ldb[kMaxBatch],
+        ldc[kMaxBatch], size[kMaxBatch];
+    float alpha[kMaxBatch], beta[kMaxBatch];
+    int groups = 0;
+    for (int i = 0; i < slots; i++) {
+        if (groups > 0 && n_arr[groups - 1] == rows[i]) {
+            size[groups - 1]++;
+            continue;
+        }
+        ta[groups] = CUBLAS_OP_T;
+        tb[groups] = CUBLAS_OP_N;
+        m_arr[groups] = n;
+        n_arr[groups] = rows[i];
+        k_arr[groups] = k;
+        lda[groups] = k;
+        ldb[groups] = k;
+        ldc[groups] = n;
+        size[groups] = 1;
+        alpha[groups] = 1.0f;
+        beta[groups] = 0.0f;
+        groups++;
+    }
+    const cudaDataType ct = yt == VG_DTYPE_F16 ? CUDA_R_16F : CUDA_R_32F;
+    cublasStatus_t st = blas.gemm_grouped(
+        h, ta, tb, m_arr, n_arr, k_arr, alpha, b.table,
+        CUDA_R_16F, lda, b.table + kMaxBatch, CUDA_R_16F, ldb,
+        beta, (void *const *)(b.table + 2 * kMaxBatch), ct,
+        ldc, groups, size, CUBLAS_COMPUTE_32F);
+    *refused = st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE;
+    return st == CUBLAS_STATUS_SUCCESS || *refused ? VG_OK
+                                                     : blas_fail(st, "cublasGemmGroupedBatchedEx");
+}
+
+size_t copy_bytes(int32_t n, int32_t k) { return align_up((size_t)n * (size_t)k * sizeof(__half)); }
+
+/* The copies a plan of `batch` groups per call holds at once: none for
+ * fp16, else the batch, but never more than the call's groups. */
+int copies_of(vg_family f, int batch, int32_t groups)
+{
+    if (f == VG_FAMILY_FP16)
+        return 0;
+    return batch < groups ? batch : (groups > 0 ? groups : 1);
+}
+
 } // namespace
 
-size_t vg_dqblas_workspace_bytes(vg_family f, int32_t n, int32_t k)
+size_t vg_dqblas_workspace_bytes(vg_family f, int32_t n, int32_t k, int batch, int32_t groups)
 {
-    const size_t copy = f == VG_FAMILY_FP16 ? 0 : align_up((size_t)n * (size_t)k * sizeof(__half));
+    batch = batch < 1 ? 1 : (batch > kMaxBatch ? kMaxBatch : batch);
+    const size_t table = batch > 1 ? kAlign : 0;
     /* + kAlign: the caller's workspace need not be 256-byte aligned. */
-    return copy + blas_workspace_bytes() + kAlign;
+    return table + (size_t)copies_of(f, batch, groups) * copy_bytes(n, k) + blas_workspace_bytes() +
+           kAlign;
 }
 
 int vg_dqblas_available(const char **why)
@@ -401,13 +523,17 @@ int vg_dqblas_available(const char **why)
     return 1;
 }
 
-vg_status vg_dqblas_gemm(const vg_gemm_args *a, const KWeight &kw)
+vg_status vg_dqblas_gemm(const vg_gemm_args *a, const KWeight &kw, int batch)
 {
     cudaStream_t s = static_cast<cudaStream_t>(a->stream);
     const vg_family f = a->w.family;
+    const int groups = a->path == VG_PATH_DENSE ? 1 : a->w.groups;
+    batch = batch < 1 ? 1 : (batch > kMaxBatch ? kMaxBatch : batch);
+    /* the layout vg_dqblas_workspace_bytes counts */
     uint8_t *base = reinterpret_cast<uint8_t *>(align_up((uintptr_t)a->workspace));
-    const size_t copy = f == VG_FAMILY_FP16 ? 0 : align_up((size_t)kw.n * (size_t)kw.k * 2);
-    __half *wcopy = reinterpret_cast<__half *>(base);
+    const size_t table_bytes = batch > 1 ? kAlign : 0;
+    __half *copies = reinterpret_cast<__half *>(base + table_bytes);
+    const size_t copies_bytes = (size_t)copies_of(f, batch, groups) * copy_bytes(kw.n, kw.k);
     const BlasApi *blas = blas_api();
     if (!blas)
         return VG_ERR_UNSUPPORTED; /* blas_api said why */
@@ -417,35 +543,68 @@ vg_status vg_dqblas_gemm(const vg_gemm_args *a, const KWeight &kw)
         return st;
     cublasStatus_t bs = blas->set_stream(h, s);
     if (bs == CUBLAS_STATUS_SUCCESS)
-        bs = blas->set_workspace(h, base + copy, blas_workspace_bytes());
+        bs = blas->set_workspace(h, base + table_bytes + copies_bytes, blas_workspace_bytes());
     if (bs != CUBLAS_STATUS_SUCCESS) {
         give_back(*blas, h);
         return blas_fail(bs, "handle set-up");
     }
     const size_t ysize = a->y_dtype == VG_DTYPE_F16 ? 2 : 4;
     const size_t chunks = (size_t)kw.n * (size_t)((kw.k + kChunk - 1) / kChunk);
-    const int groups = a->path == VG_PATH_DENSE ? 1 : a->w.groups;
+    const int yi = a->y_dtype == VG_DTYPE_F16;
+    DequantBatch b;
+    memset(&b, 0, sizeof b);
+    b.x = a->x;
+    b.y = static_cast<uint8_t *>(a->y);
+    b.y_row_bytes = (size_t)kw.n * ysize;
+    b.copy_elems = copy_bytes(kw.n, kw.k) / sizeof(__half);
+    int32_t rows[kMaxBatch];
+    int slots = 0;
     for (int g = 0; g < groups && st == VG_OK; g++) {
         const int32_t r0 = a->path == VG_PATH_DENSE ? 0 : a->offsets_host[g];
         const int32_t r1 = a->path == VG_PATH_DENSE ? a->m : a->offsets_host[g + 1];
-        if (r1 <= r0)
-            continue; /* an empty group costs nothing */
-        const __half *w;
-        if (f == VG_FAMILY_FP16) {
-            w = reinterpret_cast<const __half *>(kw.q + (size_t)g * kw.q_group_bytes);
-        } else {
-            g_dequant[f](kw, g, wcopy, dim3(dequant_blocks(chunks)), s);
-            cudaError_t e = cudaGetLastError();
-            if (e != cudaSuccess) {
-                st = vg_fail(VG_ERR_CUDA, "dequant+cublas: dequantize %s: %s", vg_family_name(f),
-                             cudaGetErrorString(e));
-                break;
-            }
-            w = wcopy;
+        if (r1 > r0) { /* an empty group costs nothing */
+            b.group[slots] = g;
+            b.row0[slots] = r0;
+            rows[slots++] = r1 - r0;
         }
-        st = blas_gemm(*blas, h, w, a->x + (size_t)r0 * kw.k,
-                       static_cast<uint8_t *>(a->y) + (size_t)r0 * kw.n * ysize, a->y_dtype,
-                       r1 - r0, kw.n, kw.k);
+        if (slots == 0 || (slots < batch && g + 1 < groups))
+            continue;
+        /* the batch is full, or the last group is in: one cuBLAS call where
+         * the library takes it, else one per group */
+        const bool grouped = batch > 1 && blas->gemm_grouped &&
+                             g_grouped_takes[yi].load(std::memory_order_relaxed) >= 0;
+        b.table = grouped ? reinterpret_cast<const void **>(base) : NULL;
+        if (f != VG_FAMILY_FP16) {
+            unsigned bx = dequant_blocks(chunks * (size_t)slots) / (unsigned)slots;
+            g_dequant[f](kw, b, copies, dim3(bx ? bx : 1, (unsigned)slots), s);
+        } else if (grouped) {
+            vg_dqblas_table_kernel<<<1, 32, 0, s>>>(kw, b, slots);
+        }
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) {
+            st = vg_fail(VG_ERR_CUDA, "dequant+cublas: dequantize %s: %s", vg_family_name(f),
+                         cudaGetErrorString(e));
+            break;
+        }
+        bool refused = false;
+        if (grouped) {
+            st = blas_gemm_grouped(*blas, h, b, rows, slots, a->y_dtype, kw.n, kw.k, &refused);
+            if (st == VG_OK && !refused)
+                g_grouped_takes[yi].store(1, std::memory_order_relaxed);
+            else if (refused)
+                g_grouped_takes[yi].store(-1, std::memory_order_relaxed);
+        }
+        if (!grouped || refused)
+            for (int i = 0; i < slots && st == VG_OK; i++) {
+                const __half *w =
+                    f == VG_FAMILY_FP16
+                        ? reinterpret_cast<const __half *>(kw.q + (size_t)b.group[i] * kw.q_group_bytes)
+                        : copies + (size_t)i * b.copy_elems;
+                st = blas_gemm(*blas, h, w, a->x + (size_t)b.row0[i] * kw.k,
+                               b.y + (size_t)b.row0[i] * b.y_row_bytes, a->y_dtype, rows[i], kw.n,
+                               kw.k);
+            }
+        slots = 0;
     }
     give_back(*blas, h);
     return st;

@@ -120,13 +120,14 @@ struct CudaPlan {
       VG_ALL_FAMILIES, BM, BN, BK, ST, split, max_rows, VG_KIND_TILED, 0}},
 
 /* Dequantize once + cuBLAS (dequant_blas.h): no tile of its own, no launch
- * function in the table (vg_cuda_gemm branches on the kind).  Offered from
- * 17 rows on: below, the decode kernel reads W once where this plan reads
- * it, writes it and reads it again. */
+ * function in the table (vg_cuda_gemm branches on the kind); its stages are
+ * the groups one cuBLAS call takes.  Offered from 17 rows on: below, the
+ * decode kernel reads W once where this plan reads it, writes it and reads
+ * it again. */
 #define DQBLAS_MIN_ROWS (GROUPED_DECODE_MAX_TOKENS + 1)
-#define ROW_DQBLAS(path)                                                                     \
-    {{VG_PLAN_ID_DQBLAS(path), "cuda", VG_PLAN_PATH(path), VG_ALL_FAMILIES, 0, 0, 0, 0, 1, 0, \
-      VG_KIND_DEQUANT_BLAS, DQBLAS_MIN_ROWS}},
+#define ROW_DQBLAS(path, groups)                                                             \
+    {{VG_PLAN_ID_DQBLAS(path, groups), "cuda", VG_PLAN_PATH(path), VG_ALL_FAMILIES, 0, 0, 0,  \
+      groups, 1, 0, VG_KIND_DEQUANT_BLAS, DQBLAS_MIN_ROWS}},
 
 /* The plan table, in the list's order.  Decode plans (8 or 16 tokens per
  * block; 64 for the mid decode plans): the register-streaming kernel
@@ -624,7 +625,8 @@ vg_status vg_cuda_workspace_bytes(const vg_plan *p, const vg_gemm_args *a, size_
     if (cp->plan.kind == VG_KIND_DEQUANT_BLAS) {
         if ((unsigned)a->w.family >= VG_FAMILY_COUNT)
             return vg_fail(VG_ERR_INVALID_ARG, "cuda workspace: invalid family %d", (int)a->w.family);
-        *bytes = vg_dqblas_workspace_bytes(a->w.family, a->w.n, a->w.k);
+        *bytes = vg_dqblas_workspace_bytes(a->w.family, a->w.n, a->w.k, cp->plan.stages,
+                                           a->path == VG_PATH_DENSE ? 1 : a->w.groups);
         return VG_OK;
     }
     const int per = k_per_split(&cp->plan, a->w.k);
@@ -677,7 +679,7 @@ vg_status vg_cuda_gemm(const vg_plan *p, const vg_gemm_args *a)
     if (st != VG_OK)
         return st;
     if (cp->plan.kind == VG_KIND_DEQUANT_BLAS)
-        return vg_dqblas_gemm(a, kw);
+        return vg_dqblas_gemm(a, kw, cp->plan.stages);
 
     switch (a->path) {
     case VG_PATH_DENSE:

@@ -123,14 +123,14 @@ cudaError_t launch_decode_family(const KParams &p, dim3 grid, cudaStream_t s)
     launch_decode_family<VgFamDeq, VgFamDeqWords, tile_n / (16 * WN), WK, tile_m / 8, U, WN>,
 #define VG_FK_LAUNCH_TILED_(path, name, BM, BN, BK, ST, split, max_rows, WM, WN, WK)    \
     launch_one<VgFamDeq, BM, BN, BK, WM, WN, WK, ST>,
-#define VG_FK_LAUNCH_DQBLAS_(path) nullptr,
+#define VG_FK_LAUNCH_DQBLAS_(path, groups) nullptr,
 #define VG_FK_SMEM_DECODE_(path, tile_m, tile_n, WK, U, split, max_rows)                \
     DecodeCfg<VgFamDeq, tile_n / 16, WK, tile_m / 8, U>::kSmem,
 #define VG_FK_SMEM_DECODE_WN_(path, tile_m, tile_n, WN, WK, U, split, max_rows)        \
     DecodeCfg<VgFamDeq, tile_n / (16 * WN), WK, tile_m / 8, U, WN>::kSmem,
 #define VG_FK_SMEM_TILED_(path, name, BM, BN, BK, ST, split, max_rows, WM, WN, WK)      \
     GemmCfg<VgFamDeq, BM, BN, BK, WM, WN, WK, ST>::kSmem,
-#define VG_FK_SMEM_DQBLAS_(path) 0,
+#define VG_FK_SMEM_DQBLAS_(path, groups) 0,
 
 #define VG_FAMILY_KERNELS(name, Deq, DeqWords)                                          \
     namespace {                                                                         \

@@ -37,9 +37,13 @@
  *       the shared-memory pipelined mainloop, ST pipeline stages, a WM x WN
  *       x WK warp grid (not in the id); name is mid or prefill.
  *       id: cuda.<path>.<name>.m<BM>n<BN>k<BK>.s<ST>.sk<split>
- *   DQBLAS(path)
+ *   DQBLAS(path, groups)
  *       dequantize once + cuBLAS (dequant_blas.h): no kernel of its own in
- *       the table.  id: cuda.<path>.dqcublas
+ *       the table.  groups (the plan's stages): 1, one FP16 copy reused
+ *       group after group, one cublasGemmEx each; 8, up to 8 groups'
+ *       copies made by one launch and multiplied by one
+ *       cublasGemmGroupedBatchedEx (grouped path only; KERNELS.md D47).
+ *       id: cuda.<path>.dqcublas, and .g<groups> where groups > 1
  *
  * path is the token dense or grouped.  Every id is built from the entry's
  * own tokens by stringification (VG_PLAN_ID_*), so an id cannot drift from
@@ -107,8 +111,9 @@
     TILED(grouped, mid, 64, 64, 128, 4, 1, 0, 2, 2, 1)                                  \
     TILED(grouped, mid, 64, 64, 128, 2, 1, 0, 2, 2, 1)                                  \
     TILED(grouped, mid, 64, 64, 64, 3, 1, 0, 2, 2, 1)                                   \
-    DQBLAS(dense)                                                                       \
-    DQBLAS(grouped)
+    DQBLAS(dense, 1)                                                                    \
+    DQBLAS(grouped, 1)                                                                  \
+    DQBLAS(grouped, 8)
 
 /* The ids, from an entry's tokens. */
 #define VG_PLAN_ID_DECODE(path, tile_m, tile_n, WK, U, split)                          \
@@ -117,7 +122,10 @@
     "cuda." #path ".decode.m" #tile_m "n" #tile_n "wn" #WN "wk" #WK ".u" #U ".sk" #split
 #define VG_PLAN_ID_TILED(path, name, BM, BN, BK, ST, split)                            \
     "cuda." #path "." #name ".m" #BM "n" #BN "k" #BK ".s" #ST ".sk" #split
-#define VG_PLAN_ID_DQBLAS(path) "cuda." #path ".dqcublas"
+#define VG_PLAN_ID_DQBLAS(path, groups) "cuda." #path ".dqcublas" VG_PLAN_ID_DQBLAS_G_##groups
+/* only the group counts the list uses: another is a compile error here */
+#define VG_PLAN_ID_DQBLAS_G_1 ""
+#define VG_PLAN_ID_DQBLAS_G_8 ".g8"
 
 /* path token -> vg_path */
 #define VG_PLAN_PATH_dense VG_PATH_DENSE
