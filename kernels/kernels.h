@@ -92,6 +92,13 @@ vg_status vg_cuda_blas_prepare(int *offered, const char **why);
 #ifndef VG_CUDA_DQBLAS_DEFAULT
 #define VG_CUDA_DQBLAS_DEFAULT 1
 #endif
+/* The batched plan (cuda.grouped.dqcublas.g8, KERNELS.md D47) is offered
+ * where the kind is and VG_CUDA_DQBLAS_BATCHED=1, or by default where this
+ * is 1.  Off by default until a GPU run has checked it (its golden rows,
+ * its suite); like the kind, it runs when forced whatever this says. */
+#ifndef VG_CUDA_DQBLAS_BATCHED_DEFAULT
+#define VG_CUDA_DQBLAS_BATCHED_DEFAULT 0
+#endif
 /* 0 for a plan of a kind the current device does not offer to the runtime;
  * then *why (when why is not NULL) says why (vg_cuda_blas_prepare's reason). */
 int vg_cuda_plan_offered(const vg_plan *p, const char **why);

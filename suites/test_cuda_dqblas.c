@@ -249,6 +249,37 @@ static void test_batched_graph_replay(void **state)
     vg_cuda_stream_destroy(stream);
 }
 
+/* The batched plan is offered to the runtime only where
+ * VG_CUDA_DQBLAS_BATCHED (or its default) says so, with a reason where not;
+ * the one-group plan whatever it says. */
+static void test_batched_offer_follows_env(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    int offered = 0;
+    assert_int_equal(vg_cuda_blas_prepare(&offered, NULL), VG_OK);
+    if (!offered) {
+        vgtest_skip("the device does not offer the kind (cuBLAS or VG_CUDA_DQBLAS)");
+    }
+    const char *old = getenv("VG_CUDA_DQBLAS_BATCHED");
+    char *saved = old ? strdup(old) : NULL;
+    const vg_plan *one = dq_plan(VG_PATH_MOE), *batched = dq_plan_batched(VG_PATH_MOE, 8);
+    const char *why = NULL;
+    setenv("VG_CUDA_DQBLAS_BATCHED", "0", 1);
+    assert_int_equal(vg_cuda_plan_offered(batched, &why), 0);
+    assert_non_null(why);
+    assert_non_null(strstr(why, "VG_CUDA_DQBLAS_BATCHED=1"));
+    assert_int_equal(vg_cuda_plan_offered(one, NULL), 1);
+    setenv("VG_CUDA_DQBLAS_BATCHED", "1", 1);
+    assert_int_equal(vg_cuda_plan_offered(batched, NULL), 1);
+    if (saved) {
+        setenv("VG_CUDA_DQBLAS_BATCHED", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("VG_CUDA_DQBLAS_BATCHED");
+    }
+}
+
 /* cuBLAS is loaded at run time (kernels.h vg_cuda_blas_load): where the
  * library is missing or is not cuBLAS, the loader says which library and
  * why (dlerror()).  No device needed; a CUDA build is. */
@@ -299,6 +330,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_same_bits_direct_and_graph),
         cmocka_unit_test(test_groups_empty_and_large),
         cmocka_unit_test(test_batched_graph_replay),
+        cmocka_unit_test(test_batched_offer_follows_env),
         cmocka_unit_test(test_loader_says_why),
         cmocka_unit_test(test_loader_takes_toolkit_soname),
     };

@@ -693,12 +693,31 @@ extern "C" vg_status vg_cuda_blas_prepare(int *offered, const char **why)
     return VG_OK;
 }
 
+/* Whether the runtime offers the batched plan where it offers the kind:
+ * VG_CUDA_DQBLAS_BATCHED=1 or 0 says so, else the default (kernels.h).
+ * Read on every ask, so a test can set it. */
+static bool batched_wanted(void)
+{
+    const char *e = getenv("VG_CUDA_DQBLAS_BATCHED");
+    if (e && (!strcmp(e, "0") || !strcmp(e, "1")))
+        return e[0] == '1';
+    return VG_CUDA_DQBLAS_BATCHED_DEFAULT != 0;
+}
+
 extern "C" int vg_cuda_plan_offered(const vg_plan *p, const char **why)
 {
     if (!p)
         return 0;
-    if (p->kind != VG_KIND_DEQUANT_BLAS || vg_dqblas_offered_here())
+    if (p->kind != VG_KIND_DEQUANT_BLAS)
         return 1;
+    if (vg_dqblas_offered_here()) {
+        if (p->stages <= 1 || batched_wanted())
+            return 1;
+        if (why)
+            *why = "the batched dequantize + cuBLAS plan is not offered by default "
+                   "(VG_CUDA_DQBLAS_BATCHED=1 offers it)";
+        return 0;
+    }
     if (why) {
         int dev = 0;
         const char *r = NULL;
