@@ -134,6 +134,21 @@ static void test_short_workspace_refused(void **state)
     tc_free(&c);
 }
 
+/* Captures the case's call on plan p into a CUDA graph on `stream`,
+ * poisons Y, replays the graph and returns Y as FP32 (the caller frees). */
+static float *replay_in_graph(tc_case *c, const vg_plan *p, void *stream)
+{
+    assert_int_equal(vg_cuda_graph_begin(stream), VG_OK);
+    assert_int_equal(vg_cuda_gemm(p, &c->args), VG_OK);
+    void *exec = NULL;
+    assert_int_equal(vg_cuda_graph_end(stream, &exec), VG_OK);
+    tc_poison(c);
+    assert_int_equal(vg_cuda_graph_launch(exec, stream), VG_OK);
+    assert_int_equal(vg_cuda_synchronize(stream), VG_OK);
+    assert_int_equal(vg_cuda_graph_destroy(exec), VG_OK);
+    return tc_download(c);
+}
+
 /* Every family: the same bits twice, and the same bits again from a CUDA
  * graph that captured the call (cuBLAS's algorithm depends on the shape and
  * the fixed workspace, not on timing). */
@@ -157,16 +172,8 @@ static void test_same_bits_direct_and_graph(void **state)
         tc_run_plan(&c, p, tc_tol((vg_family)f, VG_DTYPE_F32));
         float *y2 = tc_download(&c);
         assert_memory_equal(y1, y2, (size_t)c.m * c.n * 4);
-        assert_int_equal(vg_cuda_graph_begin(stream), VG_OK);
-        assert_int_equal(vg_cuda_gemm(p, &c.args), VG_OK);
-        void *exec = NULL;
-        assert_int_equal(vg_cuda_graph_end(stream, &exec), VG_OK);
-        tc_poison(&c);
-        assert_int_equal(vg_cuda_graph_launch(exec, stream), VG_OK);
-        assert_int_equal(vg_cuda_synchronize(stream), VG_OK);
-        float *y3 = tc_download(&c);
+        float *y3 = replay_in_graph(&c, p, stream);
         assert_memory_equal(y1, y3, (size_t)c.m * c.n * 4);
-        assert_int_equal(vg_cuda_graph_destroy(exec), VG_OK);
         free(y1);
         free(y2);
         free(y3);
@@ -232,16 +239,8 @@ static void test_batched_graph_replay(void **state)
             c.args.y_dtype = yt;
             tc_run_plan(&c, p, tc_tol((vg_family)f, yt));
             float *y1 = tc_download(&c);
-            assert_int_equal(vg_cuda_graph_begin(stream), VG_OK);
-            assert_int_equal(vg_cuda_gemm(p, &c.args), VG_OK);
-            void *exec = NULL;
-            assert_int_equal(vg_cuda_graph_end(stream, &exec), VG_OK);
-            tc_poison(&c);
-            assert_int_equal(vg_cuda_graph_launch(exec, stream), VG_OK);
-            assert_int_equal(vg_cuda_synchronize(stream), VG_OK);
-            float *y2 = tc_download(&c);
+            float *y2 = replay_in_graph(&c, p, stream);
             assert_memory_equal(y1, y2, (size_t)c.m * c.n * 4);
-            assert_int_equal(vg_cuda_graph_destroy(exec), VG_OK);
             free(y1);
             free(y2);
             tc_free(&c);
