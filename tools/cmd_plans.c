@@ -174,7 +174,9 @@ int cmd_plans(int argc, char **argv)
             printf("usage: voltgate plans [--backend cpu|cuda|all]\n"
                    "       voltgate plans --rule [...]   (see voltgate plans --rule --help)\n"
                    "Lists every kernel plan: backend, id, kernel path, tile, stages, split-K,\n"
-                   "the largest rows it takes (0 = any) and the families it serves.  --rule:\n"
+                   "the largest rows it takes (0 = any) and the families it serves.  stages:\n"
+                   "pipeline stages (mid, prefill), steps in flight per warp (decode), groups\n"
+                   "per cuBLAS call (dqcublas: 8 for .g8, one grouped GEMM).  --rule:\n"
                    "the plan the CUDA fixed rule picks per shape on a given arch (a V100 by\n"
                    "default), whether or not that GPU is here.\n");
             return VG_EXIT_OK;
