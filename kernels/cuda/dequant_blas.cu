@@ -656,15 +656,19 @@ int vg_dqblas_offered_here(void)
     return g_blas_state[dev].load(std::memory_order_acquire) > 0;
 }
 
-/* Whether the runtime offers the kind where cuBLAS starts: VG_CUDA_DQBLAS=1
- * or 0 in the environment says so, else VG_CUDA_DQBLAS_DEFAULT (kernels.h). */
-static bool dqblas_wanted(void)
+/* An on/off switch from the environment: `name`=1 or 0 says so, anything
+ * else (or nothing) gives `dflt`. */
+static bool env_switch(const char *name, bool dflt)
 {
-    const char *e = getenv("VG_CUDA_DQBLAS");
+    const char *e = getenv(name);
     if (e && (!strcmp(e, "0") || !strcmp(e, "1")))
         return e[0] == '1';
-    return VG_CUDA_DQBLAS_DEFAULT != 0;
+    return dflt;
 }
+
+/* Whether the runtime offers the kind where cuBLAS starts: VG_CUDA_DQBLAS,
+ * else VG_CUDA_DQBLAS_DEFAULT (kernels.h). */
+static bool dqblas_wanted(void) { return env_switch("VG_CUDA_DQBLAS", VG_CUDA_DQBLAS_DEFAULT != 0); }
 
 extern "C" vg_status vg_cuda_blas_prepare(int *offered, const char **why)
 {
@@ -694,14 +698,11 @@ extern "C" vg_status vg_cuda_blas_prepare(int *offered, const char **why)
 }
 
 /* Whether the runtime offers the batched plan where it offers the kind:
- * VG_CUDA_DQBLAS_BATCHED=1 or 0 says so, else the default (kernels.h).
- * Read on every ask, so a test can set it. */
+ * VG_CUDA_DQBLAS_BATCHED, else its default (kernels.h).  Read on every
+ * ask, so a test can set it. */
 static bool batched_wanted(void)
 {
-    const char *e = getenv("VG_CUDA_DQBLAS_BATCHED");
-    if (e && (!strcmp(e, "0") || !strcmp(e, "1")))
-        return e[0] == '1';
-    return VG_CUDA_DQBLAS_BATCHED_DEFAULT != 0;
+    return env_switch("VG_CUDA_DQBLAS_BATCHED", VG_CUDA_DQBLAS_BATCHED_DEFAULT != 0);
 }
 
 extern "C" int vg_cuda_plan_offered(const vg_plan *p, const char **why)
