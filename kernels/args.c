@@ -2,7 +2,8 @@
  * vg_gemm_check_args(): the one validation every launcher runs before it
  * touches Y.  Each check has its own message naming what is wrong.
  * vg_gemm_row_tiles(): what a backend's rule reads of how a call's rows
- * fall into its groups.
+ * fall into its groups.  vg_gemm_next_batch(): the groups with rows, a
+ * batch at a time (the dequantize + cuBLAS kind).
  */
 #include "kernels.h"
 
@@ -124,4 +125,29 @@ int32_t vg_gemm_row_tiles(const vg_gemm_args *a, int32_t tile_m, int32_t *busy)
     if (busy)
         *busy = groups;
     return tiles;
+}
+
+int vg_gemm_next_batch(const vg_gemm_args *a, int batch, int32_t *next, vg_group_batch *b)
+{
+    const int dense = a->path == VG_PATH_DENSE || !a->offsets_host;
+    const int32_t groups = dense ? 1 : a->w.groups;
+    batch = batch < 1 ? 1 : (batch > VG_GEMM_MAX_BATCH ? VG_GEMM_MAX_BATCH : batch);
+    b->slots = 0;
+    b->runs = 0;
+    for (; *next < groups && b->slots < batch; (*next)++) {
+        const int32_t g = *next;
+        const int32_t r0 = dense ? 0 : a->offsets_host[g];
+        const int32_t rows = dense ? a->m : a->offsets_host[g + 1] - r0;
+        if (rows <= 0)
+            continue;
+        const int32_t s = b->slots++;
+        b->group[s] = g;
+        b->row0[s] = r0;
+        b->rows[s] = rows;
+        if (s > 0 && b->rows[s - 1] == rows)
+            b->run_slots[b->runs - 1]++;
+        else
+            b->run_slots[b->runs++] = 1;
+    }
+    return b->slots > 0;
 }

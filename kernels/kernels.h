@@ -25,6 +25,25 @@ vg_status vg_gemm_check_args(const vg_gemm_args *a);
  * *busy (may be NULL).  A grouped call's offsets_host must be valid. */
 int32_t vg_gemm_row_tiles(const vg_gemm_args *a, int32_t tile_m, int32_t *busy);
 
+/* A batch of a call's groups with rows, in group order: the dequantize +
+ * cuBLAS kind makes one FP16 copy per slot and multiplies a batch with one
+ * cuBLAS grouped GEMM, whose groups are the runs of slots of equal rows. */
+#define VG_GEMM_MAX_BATCH 8
+typedef struct vg_group_batch {
+    int32_t slots;                        /* groups with rows in the batch */
+    int32_t group[VG_GEMM_MAX_BATCH];     /* each slot's group */
+    int32_t row0[VG_GEMM_MAX_BATCH];      /* its first row of X and Y */
+    int32_t rows[VG_GEMM_MAX_BATCH];      /* its rows (> 0) */
+    int32_t runs;                         /* runs of equal rows, in slot order */
+    int32_t run_slots[VG_GEMM_MAX_BATCH]; /* slots per run */
+} vg_group_batch;
+/* The next batch of up to `batch` (1 to VG_GEMM_MAX_BATCH) groups with rows
+ * from group *next on (dense: one group of M rows), into *b; *next moves past
+ * its last group.  1 when a batch was filled, 0 when no group with rows is
+ * left (empty groups are skipped: they cost nothing).  A grouped call's
+ * offsets_host must be valid. */
+int vg_gemm_next_batch(const vg_gemm_args *a, int batch, int32_t *next, vg_group_batch *b);
+
 /* ---- CPU backend (kernels/cpu/) ---------------------------------------- */
 size_t vg_cpu_plan_count(void);
 const vg_plan *vg_cpu_plan_at(size_t i);

@@ -317,6 +317,78 @@ static void row_tiles_count(void **state)
     assert_int_equal(vg_gemm_row_tiles(&a, 1, NULL), 76);
 }
 
+/* The dequantize + cuBLAS kind's batches: groups with rows in group order,
+ * empty ones skipped, at most `batch` a batch, runs of equal rows counted
+ * (each is one group of cuBLAS's grouped GEMM). */
+static void group_batches(void **state)
+{
+    (void)state;
+    vg_gemm_args a;
+    memset(&a, 0, sizeof a);
+    vg_group_batch b;
+    int32_t next = 0;
+    a.path = VG_PATH_DENSE;
+    a.m = 300;
+    assert_int_equal(vg_gemm_next_batch(&a, 8, &next, &b), 1);
+    assert_int_equal(b.slots, 1);
+    assert_int_equal(b.group[0], 0);
+    assert_int_equal(b.row0[0], 0);
+    assert_int_equal(b.rows[0], 300);
+    assert_int_equal(b.runs, 1);
+    assert_int_equal(vg_gemm_next_batch(&a, 8, &next, &b), 0);
+
+    /* rows 17 17 0 40 40 40 3 0 25 25 9 33: ten groups with rows */
+    static const int32_t counts[] = {17, 17, 0, 40, 40, 40, 3, 0, 25, 25, 9, 33};
+    int32_t offsets[13] = {0};
+    for (int g = 0; g < 12; g++)
+        offsets[g + 1] = offsets[g] + counts[g];
+    a.path = VG_PATH_MOE;
+    a.w.groups = 12;
+    a.m = offsets[12];
+    a.offsets_host = offsets;
+    next = 0;
+    assert_int_equal(vg_gemm_next_batch(&a, 8, &next, &b), 1);
+    static const int32_t first[] = {0, 1, 3, 4, 5, 6, 8, 9};
+    assert_int_equal(b.slots, 8);
+    for (int s = 0; s < 8; s++) {
+        assert_int_equal(b.group[s], first[s]);
+        assert_int_equal(b.row0[s], offsets[first[s]]);
+        assert_int_equal(b.rows[s], counts[first[s]]);
+    }
+    static const int32_t runs[] = {2, 3, 1, 2}; /* 17 17 | 40 40 40 | 3 | 25 25 */
+    assert_int_equal(b.runs, 4);
+    for (int r = 0; r < 4; r++)
+        assert_int_equal(b.run_slots[r], runs[r]);
+    assert_int_equal(next, 10);
+    assert_int_equal(vg_gemm_next_batch(&a, 8, &next, &b), 1);
+    assert_int_equal(b.slots, 2);
+    assert_int_equal(b.group[0], 10);
+    assert_int_equal(b.group[1], 11);
+    assert_int_equal(b.row0[1], offsets[11]);
+    assert_int_equal(b.runs, 2);
+    assert_int_equal(vg_gemm_next_batch(&a, 8, &next, &b), 0);
+    /* one group a batch: ten batches; a batch past the most is the most */
+    next = 0;
+    int batches = 0;
+    while (vg_gemm_next_batch(&a, 1, &next, &b)) {
+        assert_int_equal(b.slots, 1);
+        assert_int_equal(b.runs, 1);
+        batches++;
+    }
+    assert_int_equal(batches, 10);
+    next = 0;
+    assert_int_equal(vg_gemm_next_batch(&a, 100, &next, &b), 1);
+    assert_int_equal(b.slots, VG_GEMM_MAX_BATCH);
+    /* trailing empty groups: no batch */
+    static const int32_t tail[] = {0, 5, 5, 5};
+    a.w.groups = 3;
+    a.m = 5;
+    a.offsets_host = tail;
+    next = 1;
+    assert_int_equal(vg_gemm_next_batch(&a, 8, &next, &b), 0);
+    assert_int_equal(next, 3);
+}
+
 /* ---- argument checks: refused, Y untouched --------------------------------------------- */
 
 typedef struct bad_case {
@@ -509,6 +581,7 @@ int main(int argc, char **argv)
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(plan_table_is_well_formed);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(heuristic_rule);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(row_tiles_count);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(group_batches);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(bad_arguments_leave_y_untouched);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(good_arguments_write_all_of_y);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(zero_rows_are_a_no_op);

@@ -203,7 +203,8 @@ size_t blas_workspace_bytes(void)
 
 /* The most groups a plan's cuBLAS call takes (the plan list's largest
  * DQBLAS groups). */
-constexpr int kMaxBatch = 8;
+constexpr int kMaxBatch = VG_GEMM_MAX_BATCH;
+static_assert(3 * kMaxBatch * sizeof(void *) <= kAlign, "the pointer table fits its 256 bytes");
 
 /* One launch's groups, slot by slot (a slot is a grid row of the dequantize
  * kernel and a problem of cuBLAS's grouped GEMM), and where set, the
@@ -436,43 +437,36 @@ vg_status blas_gemm(const BlasApi &blas, cublasHandle_t h, const __half *w, cons
  * (the same bits as the one-group plan). */
 std::atomic<int> g_grouped_takes[2];
 
-/* The batch's problems through one cublasGemmGroupedBatchedEx: problems
- * of equal rows (in slot order) form one of its groups, so an even call's
- * batch is one group of `slots` problems.  *refused: cuBLAS refused the
- * types (nothing launched). */
+/* The batch's problems through one cublasGemmGroupedBatchedEx: each run
+ * of slots of equal rows is one of its groups, so an even call's batch is
+ * one group of `slots` problems.  *refused: cuBLAS refused the types
+ * (nothing launched). */
 vg_status blas_gemm_grouped(const BlasApi &blas, cublasHandle_t h, const DequantBatch &b,
-                            const int32_t *rows, int slots, vg_dtype yt, int n, int k,
-                            bool *refused)
+                            const vg_group_batch &gb, vg_dtype yt, int n, int k, bool *refused)
 {
     cublasOperation_t ta[kMaxBatch], tb[kMaxBatch];
     int m_arr[kMaxBatch], n_arr[kMaxBatch], k_arr[kMaxBatch], lda[kMaxBatch], ldb[kMaxBatch],
         ldc[kMaxBatch], size[kMaxBatch];
     float alpha[kMaxBatch], beta[kMaxBatch];
-    int groups = 0;
-    for (int i = 0; i < slots; i++) {
-        if (groups > 0 && n_arr[groups - 1] == rows[i]) {
-            size[groups - 1]++;
-            continue;
-        }
-        ta[groups] = CUBLAS_OP_T;
-        tb[groups] = CUBLAS_OP_N;
-        m_arr[groups] = n;
-        n_arr[groups] = rows[i];
-        k_arr[groups] = k;
-        lda[groups] = k;
-        ldb[groups] = k;
-        ldc[groups] = n;
-        size[groups] = 1;
-        alpha[groups] = 1.0f;
-        beta[groups] = 0.0f;
-        groups++;
+    for (int r = 0, first = 0; r < gb.runs; first += gb.run_slots[r++]) {
+        ta[r] = CUBLAS_OP_T;
+        tb[r] = CUBLAS_OP_N;
+        m_arr[r] = n;
+        n_arr[r] = gb.rows[first];
+        k_arr[r] = k;
+        lda[r] = k;
+        ldb[r] = k;
+        ldc[r] = n;
+        size[r] = gb.run_slots[r];
+        alpha[r] = 1.0f;
+        beta[r] = 0.0f;
     }
     const cudaDataType ct = yt == VG_DTYPE_F16 ? CUDA_R_16F : CUDA_R_32F;
     cublasStatus_t st = blas.gemm_grouped(
         h, ta, tb, m_arr, n_arr, k_arr, alpha, b.table,
         CUDA_R_16F, lda, b.table + kMaxBatch, CUDA_R_16F, ldb,
         beta, (void *const *)(b.table + 2 * kMaxBatch), ct,
-        ldc, groups, size, CUBLAS_COMPUTE_32F);
+        ldc, gb.runs, size, CUBLAS_COMPUTE_32F);
     *refused = st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE;
     return st == CUBLAS_STATUS_SUCCESS || *refused ? VG_OK
                                                      : blas_fail(st, "cublasGemmGroupedBatchedEx");
@@ -527,7 +521,7 @@ vg_status vg_dqblas_gemm(const vg_gemm_args *a, const KWeight &kw, int batch)
 {
     cudaStream_t s = static_cast<cudaStream_t>(a->stream);
     const vg_family f = a->w.family;
-    const int groups = a->path == VG_PATH_DENSE ? 1 : a->w.groups;
+    const int32_t groups = a->path == VG_PATH_DENSE ? 1 : a->w.groups;
     batch = batch < 1 ? 1 : (batch > kMaxBatch ? kMaxBatch : batch);
     /* the layout vg_dqblas_workspace_bytes counts */
     uint8_t *base = reinterpret_cast<uint8_t *>(align_up((uintptr_t)a->workspace));
@@ -557,20 +551,13 @@ vg_status vg_dqblas_gemm(const vg_gemm_args *a, const KWeight &kw, int batch)
     b.y = static_cast<uint8_t *>(a->y);
     b.y_row_bytes = (size_t)kw.n * ysize;
     b.copy_elems = copy_bytes(kw.n, kw.k) / sizeof(__half);
-    int32_t rows[kMaxBatch];
-    int slots = 0;
-    for (int g = 0; g < groups && st == VG_OK; g++) {
-        const int32_t r0 = a->path == VG_PATH_DENSE ? 0 : a->offsets_host[g];
-        const int32_t r1 = a->path == VG_PATH_DENSE ? a->m : a->offsets_host[g + 1];
-        if (r1 > r0) { /* an empty group costs nothing */
-            b.group[slots] = g;
-            b.row0[slots] = r0;
-            rows[slots++] = r1 - r0;
-        }
-        if (slots == 0 || (slots < batch && g + 1 < groups))
-            continue;
-        /* the batch is full, or the last group is in: one cuBLAS call where
-         * the library takes it, else one per group */
+    vg_group_batch gb;
+    int32_t next = 0;
+    while (st == VG_OK && vg_gemm_next_batch(a, batch, &next, &gb)) {
+        const int slots = gb.slots;
+        memcpy(b.group, gb.group, sizeof b.group);
+        memcpy(b.row0, gb.row0, sizeof b.row0);
+        /* one cuBLAS call where the library takes it, else one per group */
         const bool grouped = batch > 1 && blas->gemm_grouped &&
                              g_grouped_takes[yi].load(std::memory_order_relaxed) >= 0;
         b.table = grouped ? reinterpret_cast<const void **>(base) : NULL;
@@ -588,7 +575,7 @@ vg_status vg_dqblas_gemm(const vg_gemm_args *a, const KWeight &kw, int batch)
         }
         bool refused = false;
         if (grouped) {
-            st = blas_gemm_grouped(*blas, h, b, rows, slots, a->y_dtype, kw.n, kw.k, &refused);
+            st = blas_gemm_grouped(*blas, h, b, gb, a->y_dtype, kw.n, kw.k, &refused);
             if (st == VG_OK && !refused)
                 g_grouped_takes[yi].store(1, std::memory_order_relaxed);
             else if (refused)
@@ -598,13 +585,12 @@ vg_status vg_dqblas_gemm(const vg_gemm_args *a, const KWeight &kw, int batch)
             for (int i = 0; i < slots && st == VG_OK; i++) {
                 const __half *w =
                     f == VG_FAMILY_FP16
-                        ? reinterpret_cast<const __half *>(kw.q + (size_t)b.group[i] * kw.q_group_bytes)
+                        ? reinterpret_cast<const __half *>(kw.q + (size_t)gb.group[i] * kw.q_group_bytes)
                         : copies + (size_t)i * b.copy_elems;
-                st = blas_gemm(*blas, h, w, a->x + (size_t)b.row0[i] * kw.k,
-                               b.y + (size_t)b.row0[i] * b.y_row_bytes, a->y_dtype, rows[i], kw.n,
-                               kw.k);
+                st = blas_gemm(*blas, h, w, a->x + (size_t)gb.row0[i] * kw.k,
+                               b.y + (size_t)gb.row0[i] * b.y_row_bytes, a->y_dtype, gb.rows[i],
+                               kw.n, kw.k);
             }
-        slots = 0;
     }
     give_back(*blas, h);
     return st;
