@@ -59,6 +59,13 @@ vg_status vg_cuda_blas_prepare(int *offered, const char **why)
     return absent();
 }
 int vg_cuda_blas_version(void) { return 0; }
+int vg_cuda_dqblas_grouped_state(int y_f16, int *loaded)
+{
+    (void)y_f16;
+    if (loaded)
+        *loaded = 0;
+    return 0;
+}
 vg_status vg_cuda_blas_load(const char **library, const char **why)
 {
     if (library)

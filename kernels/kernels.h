@@ -121,6 +121,12 @@ vg_status vg_cuda_blas_prepare(int *offered, const char **why);
 /* 0 for a plan of a kind the current device does not offer to the runtime;
  * then *why (when why is not NULL) says why (vg_cuda_blas_prepare's reason). */
 int vg_cuda_plan_offered(const vg_plan *p, const char **why);
+/* For the suites: whether the batched dequantize + cuBLAS plan's grouped
+ * GEMM has run (1), been refused (-1, FP32 output only: then one
+ * cublasGemmEx per group) or not been asked yet (0), by output type
+ * (y_f16: 1 FP16, 0 FP32); *loaded (may be NULL): whether the loaded
+ * cuBLAS has cublasGemmGroupedBatchedEx (12.5 and later). */
+int vg_cuda_dqblas_grouped_state(int y_f16, int *loaded);
 /* cuBLAS's version (cublasGetVersion) once a handle exists, else 0. */
 int vg_cuda_blas_version(void);
 /* cuBLAS is loaded at run time, not linked (libvoltgate loads where it is

@@ -429,13 +429,25 @@ vg_status blas_gemm(const BlasApi &blas, cublasHandle_t h, const __half *w, cons
     return st == CUBLAS_STATUS_SUCCESS ? VG_OK : blas_fail(st, "cublasGemmEx");
 }
 
-/* Whether cublasGemmGroupedBatchedEx takes this output type, by Y's dtype
- * (0 FP32, 1 FP16): 0 not asked yet, 1 yes, -1 no.  cuBLAS documents FP16
- * inputs with FP16 output under FP32 compute, not FP32 output; where a
- * call is refused as not supported or invalid for a type, that batch and
- * every later one of that type run as one cublasGemmEx per group instead
- * (the same bits as the one-group plan). */
+/* Whether cublasGemmGroupedBatchedEx has run a batch, by Y's dtype (0 FP32,
+ * 1 FP16): 0 not yet, 1 yes, -1 refused.  cuBLAS documents FP16 inputs with
+ * FP16 output under FP32 compute, not FP32 output: where an FP32-output call
+ * is refused as not supported or invalid, that batch and every later
+ * FP32-output one run as one cublasGemmEx per group instead (the same bits
+ * as the one-group plan).  An FP16-output call that fails is an error. */
 std::atomic<int> g_grouped_takes[2];
+
+/* cuBLAS reads the grouped GEMM's pointers on the device, where it cannot
+ * check their alignment, so the batch goes to it only where every pointer
+ * of the table is 16-byte aligned (X and Y rows: K and N of whole 16-byte
+ * runs; the copies are 256-aligned; fp16's W like X); else one cublasGemmEx
+ * per group, which sees each pointer. */
+bool table_aligned(const vg_gemm_args *a, const KWeight &kw, size_t y_row_bytes)
+{
+    const uintptr_t any = (uintptr_t)a->x | (uintptr_t)a->y | (uintptr_t)kw.q;
+    return any % 16 == 0 && ((size_t)kw.k * 2) % 16 == 0 && y_row_bytes % 16 == 0 &&
+           (a->w.family != VG_FAMILY_FP16 || kw.q_group_bytes % 16 == 0);
+}
 
 /* The batch's problems through one cublasGemmGroupedBatchedEx: each run
  * of slots of equal rows is one of its groups, so an even call's batch is
@@ -467,7 +479,8 @@ vg_status blas_gemm_grouped(const BlasApi &blas, cublasHandle_t h, const Dequant
         CUDA_R_16F, lda, b.table + kMaxBatch, CUDA_R_16F, ldb,
         beta, (void *const *)(b.table + 2 * kMaxBatch), ct,
         ldc, gb.runs, size, CUBLAS_COMPUTE_32F);
-    *refused = st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE;
+    *refused = yt == VG_DTYPE_F32 &&
+               (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE);
     return st == CUBLAS_STATUS_SUCCESS || *refused ? VG_OK
                                                      : blas_fail(st, "cublasGemmGroupedBatchedEx");
 }
@@ -551,6 +564,7 @@ vg_status vg_dqblas_gemm(const vg_gemm_args *a, const KWeight &kw, int batch)
     b.y = static_cast<uint8_t *>(a->y);
     b.y_row_bytes = (size_t)kw.n * ysize;
     b.copy_elems = copy_bytes(kw.n, kw.k) / sizeof(__half);
+    const bool aligned = table_aligned(a, kw, b.y_row_bytes);
     vg_group_batch gb;
     int32_t next = 0;
     while (st == VG_OK && vg_gemm_next_batch(a, batch, &next, &gb)) {
@@ -558,7 +572,7 @@ vg_status vg_dqblas_gemm(const vg_gemm_args *a, const KWeight &kw, int batch)
         memcpy(b.group, gb.group, sizeof b.group);
         memcpy(b.row0, gb.row0, sizeof b.row0);
         /* one cuBLAS call where the library takes it, else one per group */
-        const bool grouped = batch > 1 && blas->gemm_grouped &&
+        const bool grouped = batch > 1 && blas->gemm_grouped && aligned &&
                              g_grouped_takes[yi].load(std::memory_order_relaxed) >= 0;
         b.table = grouped ? reinterpret_cast<const void **>(base) : NULL;
         if (f != VG_FAMILY_FP16) {
@@ -617,6 +631,15 @@ extern "C" vg_status vg_cuda_blas_probe(const char *library)
         return vg_fail(VG_ERR_UNSUPPORTED, "cuBLAS not loaded: %s", why);
     dlclose(h);
     return VG_OK;
+}
+
+extern "C" int vg_cuda_dqblas_grouped_state(int y_f16, int *loaded)
+{
+    if (loaded) {
+        const BlasLoad &l = blas_load();
+        *loaded = l.ok && l.api.gemm_grouped != NULL;
+    }
+    return g_grouped_takes[y_f16 ? 1 : 0].load(std::memory_order_relaxed);
 }
 
 extern "C" int vg_cuda_blas_version(void)
