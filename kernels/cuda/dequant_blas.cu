@@ -206,16 +206,15 @@ size_t blas_workspace_bytes(void)
 constexpr int kMaxBatch = VG_GEMM_MAX_BATCH;
 static_assert(3 * kMaxBatch * sizeof(void *) <= kAlign, "the pointer table fits its 256 bytes");
 
-/* One launch's groups, slot by slot (a slot is a grid row of the dequantize
- * kernel and a problem of cuBLAS's grouped GEMM), and where set, the
+/* One launch's batch of groups (vg_gemm_next_batch: a slot is a grid row
+ * of the dequantize kernel and a problem of cuBLAS's grouped GEMM), and where set, the
  * pointer table that GEMM reads from device memory: its A (W copies), B (X
  * rows) and C (Y rows) arrays, kMaxBatch entries each.  The kernels write
  * the table, so a replayed graph finds it written in stream order and
  * nothing is copied from the host. */
 struct DequantBatch {
-    int32_t group[kMaxBatch];
-    int32_t row0[kMaxBatch]; /* the group's first row of X and Y */
-    const void **table;      /* NULL: no table (one cublasGemmEx per group) */
+    vg_group_batch gb;
+    const void **table; /* NULL: no table (one cublasGemmEx per group) */
     const uint16_t *x;
     uint8_t *y;
     size_t y_row_bytes;
@@ -225,8 +224,8 @@ struct DequantBatch {
 __device__ void write_table(const DequantBatch &b, int slot, const void *w, int32_t k)
 {
     b.table[slot] = w;
-    b.table[kMaxBatch + slot] = b.x + (size_t)b.row0[slot] * k;
-    b.table[2 * kMaxBatch + slot] = b.y + (size_t)b.row0[slot] * b.y_row_bytes;
+    b.table[kMaxBatch + slot] = b.x + (size_t)b.gb.row0[slot] * k;
+    b.table[2 * kMaxBatch + slot] = b.y + (size_t)b.gb.row0[slot] * b.y_row_bytes;
 }
 
 /* fp16: no copy to make, only the table, whose W entries are the groups'
@@ -235,7 +234,7 @@ __global__ void vg_dqblas_table_kernel(KWeight w, DequantBatch b, int slots)
 {
     const int slot = threadIdx.x;
     if (slot < slots)
-        write_table(b, slot, w.q + (size_t)b.group[slot] * w.q_group_bytes, w.k);
+        write_table(b, slot, w.q + (size_t)b.gb.group[slot] * w.q_group_bytes, w.k);
 }
 
 /* Rows n, K elements [16c, 16c + 16) of the W of the group in slot
@@ -246,7 +245,7 @@ template <class Deq>
 __global__ void __launch_bounds__(256) vg_dequant_f16_kernel(KWeight w, DequantBatch b, __half *out)
 {
     const int slot = blockIdx.y;
-    const int g = b.group[slot];
+    const int g = b.gb.group[slot];
     out += (size_t)slot * b.copy_elems;
     if (b.table && blockIdx.x == 0 && threadIdx.x == 0)
         write_table(b, slot, out, w.k);
@@ -454,8 +453,9 @@ bool table_aligned(const vg_gemm_args *a, const KWeight &kw, size_t y_row_bytes)
  * one group of `slots` problems.  *refused: cuBLAS refused the types
  * (nothing launched). */
 vg_status blas_gemm_grouped(const BlasApi &blas, cublasHandle_t h, const DequantBatch &b,
-                            const vg_group_batch &gb, vg_dtype yt, int n, int k, bool *refused)
+                            vg_dtype yt, int n, int k, bool *refused)
 {
+    const vg_group_batch &gb = b.gb;
     cublasOperation_t ta[kMaxBatch], tb[kMaxBatch];
     int m_arr[kMaxBatch], n_arr[kMaxBatch], k_arr[kMaxBatch], lda[kMaxBatch], ldb[kMaxBatch],
         ldc[kMaxBatch], size[kMaxBatch];
@@ -565,12 +565,10 @@ vg_status vg_dqblas_gemm(const vg_gemm_args *a, const KWeight &kw, int batch)
     b.y_row_bytes = (size_t)kw.n * ysize;
     b.copy_elems = copy_bytes(kw.n, kw.k) / sizeof(__half);
     const bool aligned = table_aligned(a, kw, b.y_row_bytes);
-    vg_group_batch gb;
+    const vg_group_batch &gb = b.gb;
     int32_t next = 0;
-    while (st == VG_OK && vg_gemm_next_batch(a, batch, &next, &gb)) {
+    while (st == VG_OK && vg_gemm_next_batch(a, batch, &next, &b.gb)) {
         const int slots = gb.slots;
-        memcpy(b.group, gb.group, sizeof b.group);
-        memcpy(b.row0, gb.row0, sizeof b.row0);
         /* one cuBLAS call where the library takes it, else one per group */
         const bool grouped = batch > 1 && blas->gemm_grouped && aligned &&
                              g_grouped_takes[yi].load(std::memory_order_relaxed) >= 0;
@@ -589,7 +587,7 @@ vg_status vg_dqblas_gemm(const vg_gemm_args *a, const KWeight &kw, int batch)
         }
         bool refused = false;
         if (grouped) {
-            st = blas_gemm_grouped(*blas, h, b, gb, a->y_dtype, kw.n, kw.k, &refused);
+            st = blas_gemm_grouped(*blas, h, b, a->y_dtype, kw.n, kw.k, &refused);
             if (st == VG_OK && !refused)
                 g_grouped_takes[yi].store(1, std::memory_order_relaxed);
             else if (refused)
