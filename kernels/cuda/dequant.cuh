@@ -102,6 +102,20 @@ struct StepScales {
     float post_out[2];
 };
 
+/* The scales of a run of kPreRun elements (the elements one pre-scale
+ * covers) of one weight row, for SM70's tiled kernel, which dequantizes a
+ * stage's W once per block (gemm_kernel.cuh decode_stage_w): decode16's
+ * pre-scale for the run and the post-scale of its scale block, from one
+ * set of loads; the values prescale() and postscale() give.  Only where
+ * that saves loads (Deq::kRunScales: mxfp4, whose two read a block's four
+ * exponents each); the other families keep prescale() and postscale()
+ * (fp8 and awq this way measured 3-5 % more instructions and 8-16 bytes
+ * of spill in the V100 model's mid tiles, for one load less per column). */
+struct RunScales {
+    uint32_t pre;
+    float post;
+};
+
 /* ---- FP16 ------------------------------------------------------------------ */
 struct DeqFP16 {
     static constexpr int kBits = 16;
@@ -109,6 +123,8 @@ struct DeqFP16 {
     static constexpr bool kPreScale = false;
     static constexpr bool kPostScale = false;
     static constexpr bool kPostPerBlock = false;
+    static constexpr bool kRunScales = false;
+    static constexpr int kPreRun = 128; /* no pre-scale */
     static constexpr int kScaleK = 128;
     static __device__ __forceinline__ uint32_t prescale(const KWeight &, int, int, int) { return 0; }
     static __device__ __forceinline__ void load_step(const KWeight &, int, int, int, int, int, StepRaw &) {}
@@ -180,6 +196,8 @@ struct DeqFP8 {
     static constexpr bool kPreScale = false;
     static constexpr bool kPostScale = true;
     static constexpr bool kPostPerBlock = true; /* one scale for 128 rows */
+    static constexpr bool kRunScales = false;
+    static constexpr int kPreRun = VG_FP8_BLOCK; /* no pre-scale */
     static constexpr int kScaleK = VG_FP8_BLOCK;
     static __device__ __forceinline__ uint32_t prescale(const KWeight &, int, int, int) { return 0; }
     /* A warp's 16 rows lie in one 128-row scale block: one scale per step. */
@@ -331,6 +349,8 @@ struct DeqNVFP4 {
     static constexpr bool kPreScale = true;
     static constexpr bool kPostScale = false;
     static constexpr bool kPostPerBlock = false;
+    static constexpr bool kRunScales = false;
+    static constexpr int kPreRun = VG_NVFP4_GROUP;
     static constexpr int kScaleK = 128;
     /* The E4M3 codes in the high bytes of t's two 16-bit lanes to FP16x2
      * s * 2^(-8 - E), E the decode's power of two: the fp8 bit decode gives
@@ -442,6 +462,8 @@ struct DeqMXFP4 {
     static constexpr bool kPreScale = true;
     static constexpr bool kPostScale = true;
     static constexpr bool kPostPerBlock = false;
+    static constexpr bool kRunScales = true; /* run_scales below */
+    static constexpr int kPreRun = VG_MXFP4_GROUP;
     static constexpr int kScaleK = 128;
     static __device__ __forceinline__ int block_max_exp(const KWeight &w, int g, int n, int kb)
     {
@@ -517,6 +539,25 @@ struct DeqMXFP4 {
     {
         return vg_e8m0_to_f32((uint8_t)block_max_exp(w, g, n, kb));
     }
+    /* prescale and postscale read the block's four exponents each (and
+     * prescale its own a fifth time); run_scales once for both, for the
+     * 32 elements of an exponent (kPreRun). */
+    static __device__ __forceinline__ RunScales run_scales(const KWeight &w, int g, int n, int k)
+    {
+        const uint8_t *s = w.scale + (size_t)g * w.scale_group_bytes + (size_t)n * w.scale_cols;
+        const int c0 = k / 128 * 4, own = k / VG_MXFP4_GROUP;
+        int e = 0, e_own = 0;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int c = c0 + i;
+            if (c < w.scale_cols) {
+                const int v = __ldg(s + c);
+                e = v > e ? v : e;
+                e_own = c == own ? v : e_own;
+            }
+        }
+        return {f16x2_pow2(e_own - e + 14), vg_e8m0_to_f32((uint8_t)e)};
+    }
     static __device__ __forceinline__ float epilogue(const KWeight &) { return 1.0f; }
 };
 
@@ -556,6 +597,8 @@ struct DeqAWQ {
     static constexpr bool kPreScale = true;
     static constexpr bool kPostScale = true;
     static constexpr bool kPostPerBlock = false;
+    static constexpr bool kRunScales = false;
+    static constexpr int kPreRun = VG_AWQ_GROUP;
     static constexpr int kScaleK = VG_AWQ_GROUP;
     /* The FP16 zero and scale of row n's K group kb, as loaded. */
     static __device__ __forceinline__ uint32_t zero_bits(const KWeight &w, int g, int n, int kb)

@@ -77,6 +77,19 @@ struct GemmCfg {
      * shared memory (and no other size on the host side). */
     static constexpr bool kDecodeOnce = Deq::kBits < 16;
     static constexpr int kDecStride = XStride<BK * 2>::value;
+    /* decode_stage_w's unit: 16 elements (one decode16), or with
+     * Deq::kRunScales the elements of one row that share a pre-scale
+     * (their scales read once), cut so that every thread has a unit */
+    static constexpr int kDecShare = BN * BK / kThreads;
+    static constexpr int kDecUnit = !Deq::kRunScales ? 16 : Deq::kPreRun < kDecShare ? Deq::kPreRun : kDecShare;
+    static constexpr int kDecRun = kDecUnit < 16 ? 16 : kDecUnit > 64 ? 64 : kDecUnit;
+    static_assert(64 % kDecRun == 0, "a decode unit lies in one 64-long chunk");
+    /* With Deq::kRunScales, each decoded row's post-scale per 64-long
+     * chunk of the stage (FP32) in the row's padding past its BK elements:
+     * SM70's flush reads them there instead of the scale array (mxfp4:
+     * four exponents per column) */
+    static constexpr bool kPostBeside = Deq::kRunScales && Deq::kPostScale;
+    static_assert(!kPostBeside || kDecStride - BK * 2 >= 4 * (BK / 64), "post-scales fit the row padding");
     /* SM70 loads tile t+1 into another buffer while tile t is read, and the
      * decoded W tile borrows that buffer */
     static_assert(STAGES >= 2, "two stage buffers at least");
@@ -168,28 +181,49 @@ static __device__ __forceinline__ void load_stage(uint8_t *ws_, uint8_t *xs_, co
 }
 
 /* SM70: the block dequantizes the stage's W tile (raw bytes at wst) once
- * into FP16 rows at dec, 16 elements per decode16 call, the same calls and
- * pre-scales the MMA loop of later archs makes (so the same values); chunks
- * past K are left alone, the MMA loop stops before them. */
+ * into FP16 rows at dec, kDecRun elements per unit, 16 per decode16 call
+ * with the pre-scales the MMA loop of later archs uses (so the same
+ * values).  With Deq::kRunScales a unit's scales are read once
+ * (RunScales), and the unit at the start of each 64-long chunk stores its
+ * post-scale in the row's padding for the flush (kPostBeside).  Chunks past
+ * K are left alone, the MMA loop stops before them. */
 template <class Deq, class C, int BN, int BK>
 static __device__ __forceinline__ void decode_stage_w(uint8_t *dec, const uint8_t *wst,
                                                       const KParams &p, int g, int n0, int k0,
                                                       int kend)
 {
-    constexpr int RUNS = BK / 16;
+    constexpr int RUNS = BK / C::kDecRun;
     for (int u = threadIdx.x; u < BN * RUNS; u += C::kThreads) {
-        const int nr = u / RUNS, kr = (u % RUNS) * 16;
+        const int nr = u / RUNS, kr = (u % RUNS) * C::kDecRun;
         if (k0 + (kr & ~63) >= kend)
             continue;
-        uint32_t pre = 0;
-        if constexpr (Deq::kPreScale)
-            pre = Deq::prescale(p.w, g, min(n0 + nr, p.w.n - 1), min(k0 + kr, p.w.k - 1));
-        uint32_t b[8];
-        Deq::decode16(wst + nr * C::kWStride + kr * Deq::kBits / 8, pre, b);
-        uint4 *d = reinterpret_cast<uint4 *>(dec + nr * C::kDecStride + kr * 2);
-        d[0] = make_uint4(b[0], b[1], b[2], b[3]);
-        d[1] = make_uint4(b[4], b[5], b[6], b[7]);
+        const int n = min(n0 + nr, p.w.n - 1), k = min(k0 + kr, p.w.k - 1);
+        RunScales sc = {0, 1.0f};
+        if constexpr (Deq::kRunScales)
+            sc = Deq::run_scales(p.w, g, n, k);
+        else if constexpr (Deq::kPreScale)
+            sc.pre = Deq::prescale(p.w, g, n, k);
+        uint8_t *drow = dec + nr * C::kDecStride;
+#pragma unroll
+        for (int r = 0; r < C::kDecRun; r += 16) {
+            uint32_t b[8];
+            Deq::decode16(wst + nr * C::kWStride + (kr + r) * Deq::kBits / 8, sc.pre, b);
+            uint4 *d = reinterpret_cast<uint4 *>(drow + (kr + r) * 2);
+            d[0] = make_uint4(b[0], b[1], b[2], b[3]);
+            d[1] = make_uint4(b[4], b[5], b[6], b[7]);
+        }
+        if constexpr (C::kPostBeside)
+            if (kr % 64 == 0)
+                reinterpret_cast<float *>(drow + BK * 2)[kr / 64] = sc.post;
     }
+}
+
+/* The post-scale decode_stage_w stored for row nr of the decoded tile and
+ * chunk ch of the stage. */
+template <class C, int BK>
+static __device__ __forceinline__ float decoded_post(const uint8_t *dec, int nr, int ch)
+{
+    return reinterpret_cast<const float *>(dec + nr * C::kDecStride + BK * 2)[ch];
 }
 
 template <class Deq, int BM, int BN, int BK, int WM, int WN, int WK, int STAGES>
@@ -258,8 +292,11 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
     int cur_kb = -1;
 
     /* Adds tmp (the MMA sum over one scale block) times the block's scale
-     * to acc. */
-    auto flush = [&](int kb) {
+     * to acc.  SM70 with kPostBeside reads the scales decode_stage_w stored
+     * beside the decoded tile dec for its chunk ch (a chunk of block kb in
+     * the current tile: such a flush comes before the tile's buffers are
+     * reused, below). */
+    auto flush = [&](int kb, const uint8_t *dec, int ch) {
         if constexpr (Deq::kPostScale) {
         if (kb < 0)
             return;
@@ -267,13 +304,22 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
         for (int j = 0; j < NI; j++) {
 #if VG_QUADPAIR
             /* sums 0, 2 are one column, 1, 3 the next, here too */
-            const int nc0 = min(n0 + out_col(j, 0), p.w.n - 1), nc1 = min(n0 + out_col(j, 1), p.w.n - 1);
+            float s0, s1;
+            if constexpr (C::kPostBeside) {
+                s0 = decoded_post<C, BK>(dec, out_col(j, 0), ch);
+                s1 = decoded_post<C, BK>(dec, out_col(j, 1), ch);
+            } else {
+                s0 = Deq::postscale(p.w, g, min(n0 + out_col(j, 0), p.w.n - 1), kb);
+                s1 = Deq::postscale(p.w, g, min(n0 + out_col(j, 1), p.w.n - 1), kb);
+            }
 #else
             const int nc = n0 + wn * C::WTN + j * 8 + 2 * lq;
             const int nc0 = min(nc, p.w.n - 1), nc1 = min(nc + 1, p.w.n - 1);
-#endif
             const float s0 = Deq::postscale(p.w, g, nc0, kb);
             const float s1 = Deq::postscale(p.w, g, nc1, kb);
+#endif
+            (void)dec;
+            (void)ch;
 #pragma unroll
             for (int i = 0; i < MI; i++) {
                 acc[i][j][0] += s0 * tmp[i][j][0];
@@ -285,6 +331,8 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
         }
         } else {
             (void)kb;
+            (void)dec;
+            (void)ch;
         }
     };
 
@@ -297,8 +345,13 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
      * decoded by one thread instead of by two quadpairs of every warp that
      * reads it (the V100 model's issue count, reports/sass_model.py). */
     constexpr int kAhead = 1;
+    /* and holds two tiles at a time: more stages only cost shared memory
+     * (the rule gives SM70 two-stage plans), and taking t % STAGES as
+     * later archs do spilled mxfp4's four-stage mid tile (V100 model) */
+    constexpr int kBuffers = 2;
 #else
     constexpr int kAhead = STAGES - 1;
+    constexpr int kBuffers = STAGES;
 #endif
 #pragma unroll
     for (int s = 0; s < kAhead; s++) {
@@ -324,17 +377,20 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
             cp_async_commit();
         }
 #endif
-        const uint8_t *wst = smem + (t % STAGES) * C::kStageBytes;
+        const uint8_t *wst = smem + (t % kBuffers) * C::kStageBytes;
         const uint8_t *xst = wst + BN * C::kWStride;
         const int k0 = kbeg + t * BK;
 #if VG_QUADPAIR
         /* tile t+1's buffer, free until the load after this tile's MMAs */
-        uint8_t *wdec = smem + ((t + 1) % STAGES) * C::kStageBytes;
+        uint8_t *wdec = smem + ((t + 1) % kBuffers) * C::kStageBytes;
         if constexpr (C::kDecodeOnce) {
             decode_stage_w<Deq, C, BN, BK>(wdec, wst, p, g, n0, k0, kend);
             __syncthreads();
         }
+#else
+        const uint8_t *wdec = nullptr;
 #endif
+        int last_ch = 0; /* the chunk of this tile this warp took last (kPostBeside) */
 #pragma unroll
         for (int ch = wk; ch < BK / 64; ch += WK) {
             const int kc = ch * 64; /* chunk start inside the tile */
@@ -343,9 +399,10 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
             if constexpr (Deq::kPostScale) {
                 const int kb = (k0 + kc) / Deq::kScaleK;
                 if (kb != cur_kb) {
-                    flush(cur_kb);
+                    flush(cur_kb, wdec, last_ch);
                     cur_kb = kb;
                 }
+                last_ch = ch;
             }
 #if VG_QUADPAIR
             /* Four runs of 16 K: X row qi of each 16-row tile's half qp&1,
@@ -432,18 +489,30 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
 #endif
         }
 #if VG_QUADPAIR
+        /* SM70 flushes a block whose last chunk (for this warp) is in this
+         * tile now, while its scales are beside the decoded tile: the next
+         * tile's load overwrites them.  The same sums in the same order as
+         * a flush at the next block's first chunk. */
+        if constexpr (C::kPostBeside) {
+            const int k_next = k0 + BK + wk * 64;
+            if (k_next >= kend || k_next / Deq::kScaleK != cur_kb) {
+                flush(cur_kb, wdec, last_ch);
+                cur_kb = -1;
+            }
+        }
         if (t + 1 < ktiles) {
             if constexpr (C::kDecodeOnce)
                 __syncthreads(); /* every warp is done with wdec, tile t+1's buffer */
-            uint8_t *st = smem + ((t + 1) % STAGES) * C::kStageBytes;
+            uint8_t *st = smem + ((t + 1) % kBuffers) * C::kStageBytes;
             /* the decoded tile overwrote this buffer's zero X rows too */
             load_stage<Deq, C, BM, BN, BK>(st, st + BN * C::kWStride, p, wq, n0, row0, rows,
-                                           kbeg + (t + 1) * BK, C::kDecodeOnce || t + 1 < STAGES);
+                                           kbeg + (t + 1) * BK, C::kDecodeOnce || t + 1 < kBuffers);
         }
 #endif
     }
     cp_async_wait<0>();
-    flush(cur_kb);
+    if constexpr (!VG_QUADPAIR || !C::kPostBeside)
+        flush(cur_kb, nullptr, 0);
 
     /* Add the WK partial sums in fixed order (wk = 1, 2, ...) into wk 0. */
     if constexpr (WK > 1) {
