@@ -221,7 +221,7 @@ def dense_plans():
         elif macro == "TILED":
             name, bm, bn, bk, st, split, max_rows, _wm, _wn, wk = a
             tile = f"{name}.m{bm}n{bn}k{bk}.s{st}"
-            p = dict(kind=f"tiled {name}", tile_m=bm, tile_n=bn, tile_k=bk, split=split, min_rows=0,
+            p = dict(kind=f"tiled {name}", tile_m=bm, tile_n=bn, tile_k=bk, stages=st, split=split, min_rows=0,
                      max_rows=max_rows, smem={f: _tiled_smem(b, bm, bn, bk, st, wk) for f, b in BITS.items()})
         else:
             plans[DQBLAS_ID] = dict(kind="dq+cuBLAS", tile=None, split=1, min_rows=DQBLAS_MIN_ROWS, max_rows=0,
@@ -254,6 +254,13 @@ def _first_that_fits(family, ids):
     return next((i for i in ids if fits(i, family)), ids[-1])
 
 
+def _first_tiled_that_fits(family, ids):
+    """gemm.cu first_tiled_that_fits on SM70: the first two-stage id that
+    fits, else first_that_fits."""
+    return next((i for i in ids if PLANS[i].get("stages") == 2 and fits(i, family)), None) \
+        or _first_that_fits(family, ids)
+
+
 def sm70_rule(family, m, n):
     """The plan id vg_cuda_heuristic_for gives on the dense path with
     sm_major 7, dq_rows VG_CUDA_DQBLAS_ROWS_SM70 and a V100's shared memory.
@@ -278,11 +285,12 @@ def sm70_rule(family, m, n):
         return d + ("m64n64wn4wk1.u2.sk2" if n < 2048 else "m64n64wn4wk1.u2.sk1")
     if m <= 64:
         sk = "sk1" if -(-n // 64) >= 64 else "sk2"
-        return _first_that_fits(family, [f"cuda.dense.mid.m64n64k128.s4.{sk}", f"cuda.dense.mid.m64n64k128.s2.{sk}",
-                                         "cuda.dense.prefill.m64n64k64.s3.sk1"])
-    return _first_that_fits(family, ["cuda.dense.prefill.m128n128k64.s3.sk1",
-                                     "cuda.dense.prefill.m128n128k64.s2.sk1",
-                                     "cuda.dense.prefill.m64n64k64.s3.sk1"])
+        return _first_tiled_that_fits(family, [f"cuda.dense.mid.m64n64k128.s4.{sk}",
+                                               f"cuda.dense.mid.m64n64k128.s2.{sk}",
+                                               "cuda.dense.prefill.m64n64k64.s3.sk1"])
+    return _first_tiled_that_fits(family, ["cuda.dense.prefill.m128n128k64.s3.sk1",
+                                           "cuda.dense.prefill.m128n128k64.s2.sk1",
+                                           "cuda.dense.prefill.m64n64k64.s3.sk1"])
 
 
 # ---- the model rows ----------------------------------------------------------------

@@ -606,6 +606,49 @@ static void test_rule_mid_rows(void **state)
         }
 }
 
+/* SM70/75 load stages with plain loads (no cp.async), so the rule gives
+ * them two-stage tiled plans wherever one fits: a third or fourth stage
+ * hides nothing there and costs shared memory (a V100 fits two blocks of
+ * the 4-bit mid tile with two stages, one with four).  The last fallback,
+ * m64n64k64.s3, stays for a device where no two-stage plan fits.  SM80+
+ * (cp.async) keep the deeper plans first.  Needs no device. */
+static void test_rule_sm70_two_stages(void **state)
+{
+    (void)state;
+    if (vg_cuda_plan_count() == 0) {
+        vgtest_skip("built without CUDA");
+    }
+    static const int limits[] = {64 << 10, 96 << 10};
+    static const int32_t rows[] = {17, 64, 129, 255, 4096};
+    static const vg_path paths[] = {VG_PATH_DENSE, VG_PATH_MOE};
+    int tiled = 0, deep_on_sm90 = 0;
+    for (int f = 0; f < VG_FAMILY_COUNT; f++)
+        for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++)
+            for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+                for (size_t pa = 0; pa < sizeof paths / sizeof paths[0]; pa++) {
+                    const vg_family fam = (vg_family)f;
+                    const vg_plan *h = vg_cuda_heuristic_for(fam, paths[pa], rows[r], 4096, 4096, limits[l], 0,
+                                                             7, NULL);
+                    assert_non_null(h);
+                    if (h->kind != VG_KIND_TILED)
+                        continue;
+                    tiled++;
+                    assert_true(vg_cuda_plan_smem(h, fam) <= limits[l]);
+                    if (h->stages != 2) {
+                        /* the fallback, only where no two-stage plan fits:
+                         * in 64 KB (fp16's mid tile takes 70 KB with two
+                         * stages), never in a V100's 96 */
+                        assert_int_equal(h->tile_k, 64);
+                        assert_int_equal(h->tile_m, 64);
+                        assert_int_equal(limits[l], 64 << 10);
+                    }
+                    h = vg_cuda_heuristic_for(fam, paths[pa], rows[r], 4096, 4096, 227 << 10, 0, 9, NULL);
+                    deep_on_sm90 += h->kind == VG_KIND_TILED && h->stages > 2;
+                }
+    assert_true(tiled > 0);
+    assert_true(deep_on_sm90 > 0);
+}
+
 /* Groups above 16 rows (moe, and grouped calls rerouted to moe) on SM80+:
  * the grouped mid decode plans to 256 rows (fp16: 128), offered there (from
  * 17 rows: no grouped token tile is smaller), two K groups to 64 rows
@@ -830,6 +873,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_heuristic_applies),
         cmocka_unit_test(test_heuristic_fits_every_arch),
         cmocka_unit_test(test_rule_mid_rows),
+        cmocka_unit_test(test_rule_sm70_two_stages),
         cmocka_unit_test(test_rule_grouped_rows),
         cmocka_unit_test(test_rule_uneven_moe),
         cmocka_unit_test(test_heuristic_names_known_plans),

@@ -347,6 +347,23 @@ static const vg_plan *first_that_fits(vg_family f, int smem_limit,
     return p;
 }
 
+/* first_that_fits for the tiled plans: SM70/75 load a stage by plain
+ * loads that finish before the thread goes on (gemm_kernel.cuh), so a third
+ * or fourth stage hides nothing there and costs shared memory (a V100 holds
+ * two blocks of the 4-bit mid tile with two stages, one with four): there
+ * the list's two-stage plans come first. */
+static const vg_plan *first_tiled_that_fits(vg_family f, int smem_limit, int sm_major,
+                                            std::initializer_list<const char *> ids)
+{
+    if (sm_major < 8)
+        for (const char *id : ids) {
+            const vg_plan *p = by_id(id);
+            if (p && p->stages == 2 && vg_cuda_plan_smem(p, f) <= smem_limit)
+                return p;
+        }
+    return first_that_fits(f, smem_limit, ids);
+}
+
 /* The rule's row that reads the routing (KERNELS.md D43).  A grouped call
  * whose largest group has 17-64 rows runs, by the rows alone, one 64-row
  * token tile per group (65-128: two; fp8 on SM80+ to 32 rows: two 16-row
@@ -476,9 +493,9 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
         return by_id(grouped ? "cuda.grouped.dqcublas" : "cuda.dense.dqcublas");
     if (grouped) {
         if (rows > 16)
-            return first_that_fits(f, smem_limit, {"cuda.grouped.mid.m64n64k128.s4.sk1",
-                                                   "cuda.grouped.mid.m64n64k128.s2.sk1",
-                                                   "cuda.grouped.mid.m64n64k64.s3.sk1"});
+            return first_tiled_that_fits(f, smem_limit, sm_major,
+                                         {"cuda.grouped.mid.m64n64k128.s4.sk1", "cuda.grouped.mid.m64n64k128.s2.sk1",
+                                          "cuda.grouped.mid.m64n64k64.s3.sk1"});
         /* n is per group; the grid has groups x N tiles, unknown here, so
          * split only when one group's N tiles are few */
         if (tiles < 32)
@@ -548,15 +565,15 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
                               : "cuda.dense.decode.m64n64wn4wk1.u2.sk1");
     if (rows <= 64)
         return ceil_div(n, 64) >= 64
-                   ? first_that_fits(f, smem_limit, {"cuda.dense.mid.m64n64k128.s4.sk1",
-                                                     "cuda.dense.mid.m64n64k128.s2.sk1",
-                                                     "cuda.dense.prefill.m64n64k64.s3.sk1"})
-                   : first_that_fits(f, smem_limit, {"cuda.dense.mid.m64n64k128.s4.sk2",
-                                                     "cuda.dense.mid.m64n64k128.s2.sk2",
-                                                     "cuda.dense.prefill.m64n64k64.s3.sk1"});
-    return first_that_fits(f, smem_limit, {"cuda.dense.prefill.m128n128k64.s3.sk1",
-                                           "cuda.dense.prefill.m128n128k64.s2.sk1",
-                                           "cuda.dense.prefill.m64n64k64.s3.sk1"});
+                   ? first_tiled_that_fits(f, smem_limit, sm_major,
+                                           {"cuda.dense.mid.m64n64k128.s4.sk1", "cuda.dense.mid.m64n64k128.s2.sk1",
+                                            "cuda.dense.prefill.m64n64k64.s3.sk1"})
+                   : first_tiled_that_fits(f, smem_limit, sm_major,
+                                           {"cuda.dense.mid.m64n64k128.s4.sk2", "cuda.dense.mid.m64n64k128.s2.sk2",
+                                            "cuda.dense.prefill.m64n64k64.s3.sk1"});
+    return first_tiled_that_fits(f, smem_limit, sm_major,
+                                 {"cuda.dense.prefill.m128n128k64.s3.sk1", "cuda.dense.prefill.m128n128k64.s2.sk1",
+                                  "cuda.dense.prefill.m64n64k64.s3.sk1"});
 }
 
 const vg_plan *vg_cuda_heuristic(vg_family f, vg_path path, int32_t rows, int32_t n, int32_t k,

@@ -313,13 +313,14 @@ class Rule(unittest.TestCase):
     def test_mid_prefill_and_dq_boundaries(self):
         r = vc.sm70_rule
         self.assertEqual(r("fp8", 17, 4096), "cuda.dense.mid.m64n64k128.s2.sk1")      # s4 is 118784 B
-        self.assertEqual(r("nvfp4", 17, 4096), "cuda.dense.mid.m64n64k128.s4.sk1")    # s4 is 86016 B
+        # s4 fits too (86016 B) but SM70 takes two stages first: two blocks per SM
+        self.assertEqual(r("nvfp4", 17, 4096), "cuda.dense.mid.m64n64k128.s2.sk1")
         self.assertEqual(r("fp8", 64, 4096), "cuda.dense.mid.m64n64k128.s2.sk1")
         self.assertEqual(r("fp8", 64, 1024), "cuda.dense.mid.m64n64k128.s2.sk2")      # 16 N tiles of 64 < 64
         self.assertEqual(r("fp8", 65, 4096), self.D + "m64n64wn4wk1.u2.sk1")          # mid decode
         self.assertEqual(r("mxfp4", 128, 14336), self.D + "m64n64wn4wk1.u2.sk1")
-        self.assertEqual(r("fp8", 129, 4096), "cuda.dense.prefill.m128n128k64.s3.sk1")  # 79872 B fits
-        self.assertEqual(r("awq", 255, 4096), "cuda.dense.prefill.m128n128k64.s3.sk1")
+        self.assertEqual(r("fp8", 129, 4096), "cuda.dense.prefill.m128n128k64.s2.sk1")  # s3 (79872 B) fits too
+        self.assertEqual(r("awq", 255, 4096), "cuda.dense.prefill.m128n128k64.s2.sk1")
         self.assertEqual(r("fp8", 65, 1024), self.D + "m64n64wn4wk1.u2.sk2")          # N < 2048: to 256
         self.assertEqual(r("nvfp4", 255, 1024), self.D + "m64n64wn4wk1.u2.sk2")
         self.assertEqual(r("fp8", 256, 4096), vc.DQBLAS_ID)
