@@ -257,9 +257,9 @@ static void test_batched_graph_replay(void **state)
     vg_cuda_stream_destroy(stream);
 }
 
-/* The batched plan is offered to the runtime only where
- * VG_CUDA_DQBLAS_BATCHED (or its default) says so, with a reason where not;
- * the one-group plan whatever it says. */
+/* The batched plan is offered to the runtime where VG_CUDA_DQBLAS_BATCHED
+ * (or, unset, its default) says so, with a reason where not; the one-group
+ * plan whatever it says. */
 static void test_batched_offer_follows_env(void **state)
 {
     (void)state;
@@ -280,6 +280,8 @@ static void test_batched_offer_follows_env(void **state)
     assert_int_equal(vg_cuda_plan_offered(one, NULL), 1);
     setenv("VG_CUDA_DQBLAS_BATCHED", "1", 1);
     assert_int_equal(vg_cuda_plan_offered(batched, NULL), 1);
+    unsetenv("VG_CUDA_DQBLAS_BATCHED");
+    assert_int_equal(vg_cuda_plan_offered(batched, NULL), VG_CUDA_DQBLAS_BATCHED_DEFAULT != 0);
     if (saved) {
         setenv("VG_CUDA_DQBLAS_BATCHED", saved, 1);
         free(saved);

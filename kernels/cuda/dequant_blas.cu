@@ -722,8 +722,9 @@ extern "C" int vg_cuda_plan_offered(const vg_plan *p, const char **why)
         if (p->stages <= 1 || batched_wanted())
             return 1;
         if (why)
-            *why = "the batched dequantize + cuBLAS plan is not offered by default "
-                   "(VG_CUDA_DQBLAS_BATCHED=1 offers it)";
+            *why = "the batched dequantize + cuBLAS plan is turned off "
+                   "(VG_CUDA_DQBLAS_BATCHED=0, or unset in a build whose default is 0; "
+                   "VG_CUDA_DQBLAS_BATCHED=1 offers it)";
         return 0;
     }
     if (why) {
