@@ -64,5 +64,47 @@ case "$(probe_line 9 0)" in *"keep the padding"*) ;; *) fail "probe reporting: '
 case "$(probe_line 0 0)" in *"no longer needs"*) ;; *) fail "probe clean: '$(probe_line 0 0)'" ;; esac
 case "$(probe_line 9 9)" in *"broken"*) ;; *) fail "probe at n0 = n1: '$(probe_line 9 9)'" ;; esac
 
+# The crossover phase: one bench per family of CROSSOVER_FAMILIES, a
+# summary line each, and each family's crossover tables printed before the
+# summary (a stand-in voltgate writes a log with one).
+mkdir -p "$tmp/repo/build-gpu/bin"
+cat > "$tmp/repo/build-gpu/bin/voltgate" <<'SH'
+#!/bin/bash
+fam=""; json=""
+while [ $# -gt 0 ]; do
+    case "$1" in --family) fam=$2; shift ;; --json) json=$2; shift ;; esac
+    shift
+done
+echo '{"rows": []}' > "$json"
+printf 'n4096k4096 dense (%s): rows\nn4096k4096 crossover (%s): us of the fastest plan\n  64  13.48\n' "$fam" "$fam"
+SH
+chmod +x "$tmp/repo/build-gpu/bin/voltgate"
+rm -rf "$tmp/out" && mkdir -p "$tmp/out"
+(cd "$tmp/repo" && OUT="$tmp/out" CROSSOVER_FAMILIES="fp8 nvfp4" ci/device-run crossover > "$tmp/stdout" 2>&1)
+for f in fp8 nvfp4; do
+    grep -q "^bench crossover $f: rc=0" "$tmp/out/summary.txt" || fail "crossover $f: $(cat "$tmp/out/summary.txt")"
+    grep -q "^n4096k4096 crossover ($f)" "$tmp/stdout" || fail "crossover $f table not printed"
+done
+tar tzf "$tmp/out/results.tgz" 2>/dev/null | grep -q bench_crossover_fp8.json || fail "no bench_crossover_fp8.json packed"
+
+# The volta phase: skipped, and saying why, without the hopper objects; with
+# them, ci/sm70 run in its own build folder (never BUILD, whose native
+# objects it would replace) and its golden line in the summary.
+volta_line() {
+    rm -rf "$tmp/out" && mkdir -p "$tmp/out"
+    (cd "$tmp/repo" && OUT="$tmp/out" ci/device-run volta > /dev/null 2>&1)
+    grep '^volta' "$tmp/out/summary.txt"
+}
+case "$(volta_line)" in *"skipped: no objects"*) ;; *) fail "volta without objects: '$(volta_line)'" ;; esac
+mkdir -p "$tmp/repo/build/sm70/hopper/obj/kernels/cuda"
+touch "$tmp/repo/build/sm70/hopper/obj/kernels/cuda/gemm.cu.o" "$tmp/repo/build/sm70/hopper/obj/kernels/cuda/gemm_fp8.cu.o"
+cat > "$tmp/repo/ci/sm70" <<'SH'
+#!/bin/bash
+[ "$1" = run ] && [ "$BUILD" = build-sm70run ] && [ $# = 3 ] || { echo "bad call: BUILD=$BUILD $*"; exit 3; }
+echo "6 row(s): 6 passed, 0 failed"
+SH
+chmod +x "$tmp/repo/ci/sm70"
+case "$(volta_line)" in *"2 objects): rc=0"*"6 row(s): 6 passed, 0 failed"*) ;; *) fail "volta: '$(volta_line)'" ;; esac
+
 [ "$fails" = 0 ] && echo "test_device_run: ok" || echo "test_device_run: $fails failure(s)"
 [ "$fails" = 0 ]
