@@ -112,12 +112,14 @@ vg_status vg_cuda_blas_prepare(int *offered, const char **why);
 #define VG_CUDA_DQBLAS_DEFAULT 1
 #endif
 /* The batched plan (cuda.grouped.dqcublas.g8, KERNELS.md D47) is offered
- * to the tuner where the kind is, unless VG_CUDA_DQBLAS_BATCHED=0 (or this
- * is 0 and the variable unset); like the kind, it runs when forced
- * whatever this says.  The fixed rule does not name it: against the
- * one-group plan it wins or loses by the routing (D47). */
+ * where the kind is and VG_CUDA_DQBLAS_BATCHED=1, or by default where this
+ * is 1.  Off by default: offered, it is in what vg_gemm_workspace_bytes
+ * counts, up to 8 FP16 copies of a group's W where the one-group plan
+ * needs 1 (a caller sizes for the largest), for a plan that wins or loses
+ * by the routing (D47).  Like the kind, it runs when forced whatever this
+ * says; the fixed rule does not name it. */
 #ifndef VG_CUDA_DQBLAS_BATCHED_DEFAULT
-#define VG_CUDA_DQBLAS_BATCHED_DEFAULT 1
+#define VG_CUDA_DQBLAS_BATCHED_DEFAULT 0
 #endif
 /* 0 for a plan of a kind the current device does not offer to the runtime;
  * then *why (when why is not NULL) says why (vg_cuda_blas_prepare's reason). */
