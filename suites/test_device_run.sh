@@ -84,6 +84,10 @@ rm -rf "$tmp/out" && mkdir -p "$tmp/out"
 for f in fp8 nvfp4; do
     grep -q "^bench crossover $f: rc=0" "$tmp/out/summary.txt" || fail "crossover $f: $(cat "$tmp/out/summary.txt")"
     grep -q "^n4096k4096 crossover ($f)" "$tmp/stdout" || fail "crossover $f table not printed"
+    # before the summary, which the device tool's output tail must keep
+    table=$(grep -n "^n4096k4096 crossover ($f)" "$tmp/stdout" | cut -d: -f1 | head -1)
+    head_line=$(grep -n "^==================== summary" "$tmp/stdout" | cut -d: -f1)
+    [ -n "$table" ] && [ -n "$head_line" ] && [ "$table" -lt "$head_line" ] || fail "crossover $f table after the summary"
 done
 tar tzf "$tmp/out/results.tgz" 2>/dev/null | grep -q bench_crossover_fp8.json || fail "no bench_crossover_fp8.json packed"
 
@@ -96,6 +100,9 @@ volta_line() {
     grep '^volta' "$tmp/out/summary.txt"
 }
 case "$(volta_line)" in *"skipped: no objects"*) ;; *) fail "volta without objects: '$(volta_line)'" ;; esac
+rm -rf "$tmp/out" && mkdir -p "$tmp/out"
+(cd "$tmp/repo" && OUT="$tmp/out" VOLTA_OBJS=" " ci/device-run volta > /dev/null 2>&1) || fail "VOLTA_OBJS empty: exit $?"
+grep -q '^volta: skipped' "$tmp/out/summary.txt" || fail "VOLTA_OBJS empty: no skip line"
 mkdir -p "$tmp/repo/build/sm70/hopper/obj/kernels/cuda"
 touch "$tmp/repo/build/sm70/hopper/obj/kernels/cuda/gemm.cu.o" "$tmp/repo/build/sm70/hopper/obj/kernels/cuda/gemm_fp8.cu.o"
 cat > "$tmp/repo/ci/sm70" <<'SH'
