@@ -124,7 +124,6 @@ struct DeqFP16 {
     static constexpr bool kPostScale = false;
     static constexpr bool kPostPerBlock = false;
     static constexpr bool kRunScales = false;
-    static constexpr int kPreRun = 128; /* no pre-scale */
     static constexpr int kScaleK = 128;
     static __device__ __forceinline__ uint32_t prescale(const KWeight &, int, int, int) { return 0; }
     static __device__ __forceinline__ void load_step(const KWeight &, int, int, int, int, int, StepRaw &) {}
@@ -197,7 +196,6 @@ struct DeqFP8 {
     static constexpr bool kPostScale = true;
     static constexpr bool kPostPerBlock = true; /* one scale for 128 rows */
     static constexpr bool kRunScales = false;
-    static constexpr int kPreRun = VG_FP8_BLOCK; /* no pre-scale */
     static constexpr int kScaleK = VG_FP8_BLOCK;
     static __device__ __forceinline__ uint32_t prescale(const KWeight &, int, int, int) { return 0; }
     /* A warp's 16 rows lie in one 128-row scale block: one scale per step. */
@@ -350,7 +348,6 @@ struct DeqNVFP4 {
     static constexpr bool kPostScale = false;
     static constexpr bool kPostPerBlock = false;
     static constexpr bool kRunScales = false;
-    static constexpr int kPreRun = VG_NVFP4_GROUP;
     static constexpr int kScaleK = 128;
     /* The E4M3 codes in the high bytes of t's two 16-bit lanes to FP16x2
      * s * 2^(-8 - E), E the decode's power of two: the fp8 bit decode gives
@@ -462,7 +459,7 @@ struct DeqMXFP4 {
     static constexpr bool kPreScale = true;
     static constexpr bool kPostScale = true;
     static constexpr bool kPostPerBlock = false;
-    static constexpr bool kRunScales = true; /* run_scales below */
+    static constexpr bool kRunScales = true; /* run_scales below, over kPreRun elements */
     static constexpr int kPreRun = VG_MXFP4_GROUP;
     static constexpr int kScaleK = 128;
     static __device__ __forceinline__ int block_max_exp(const KWeight &w, int g, int n, int kb)
@@ -598,7 +595,6 @@ struct DeqAWQ {
     static constexpr bool kPostScale = true;
     static constexpr bool kPostPerBlock = false;
     static constexpr bool kRunScales = false;
-    static constexpr int kPreRun = VG_AWQ_GROUP;
     static constexpr int kScaleK = VG_AWQ_GROUP;
     /* The FP16 zero and scale of row n's K group kb, as loaded. */
     static __device__ __forceinline__ uint32_t zero_bits(const KWeight &w, int g, int n, int kb)

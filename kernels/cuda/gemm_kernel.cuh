@@ -80,9 +80,16 @@ struct GemmCfg {
     /* decode_stage_w's unit: 16 elements (one decode16), or with
      * Deq::kRunScales the elements of one row that share a pre-scale
      * (their scales read once), cut so that every thread has a unit */
-    static constexpr int kDecShare = BN * BK / kThreads;
-    static constexpr int kDecUnit = !Deq::kRunScales ? 16 : Deq::kPreRun < kDecShare ? Deq::kPreRun : kDecShare;
-    static constexpr int kDecRun = kDecUnit < 16 ? 16 : kDecUnit > 64 ? 64 : kDecUnit;
+    static constexpr int dec_unit()
+    {
+        if constexpr (Deq::kRunScales) {
+            constexpr int share = BN * BK / kThreads, u = Deq::kPreRun < share ? Deq::kPreRun : share;
+            return u < 16 ? 16 : u > 64 ? 64 : u;
+        } else {
+            return 16;
+        }
+    }
+    static constexpr int kDecRun = dec_unit();
     static_assert(64 % kDecRun == 0, "a decode unit lies in one 64-long chunk");
     /* With Deq::kRunScales, each decoded row's post-scale per 64-long
      * chunk of the stage (FP32) in the row's padding past its BK elements:
