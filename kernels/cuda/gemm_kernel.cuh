@@ -97,6 +97,11 @@ struct GemmCfg {
      * four exponents per column) */
     static constexpr bool kPostBeside = Deq::kRunScales && Deq::kPostScale;
     static_assert(!kPostBeside || kDecStride - BK * 2 >= 4 * (BK / 64), "post-scales fit the row padding");
+    /* Every tile starts at a multiple of BK (a split's K is whole tiles), so
+     * where BK divides the scale block a tile lies in one block: SM70 with
+     * kPostBeside then flushes at tiles' ends only, and the check at each
+     * chunk for a block change inside the tile is compiled out there. */
+    static constexpr bool kFlushAtTileEndOnly = VG_QUADPAIR && kPostBeside && Deq::kScaleK % BK == 0;
     /* SM70 loads tile t+1 into another buffer while tile t is read, and the
      * decoded W tile borrows that buffer */
     static_assert(STAGES >= 2, "two stage buffers at least");
@@ -403,7 +408,10 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
             const int kc = ch * 64; /* chunk start inside the tile */
             if (k0 + kc >= kend)
                 break; /* past K (or the split): zero-filled, and its scales don't exist */
-            if constexpr (Deq::kPostScale) {
+            if constexpr (C::kFlushAtTileEndOnly) {
+                cur_kb = k0 / Deq::kScaleK;
+                last_ch = ch;
+            } else if constexpr (Deq::kPostScale) {
                 const int kb = (k0 + kc) / Deq::kScaleK;
                 if (kb != cur_kb) {
                     flush(cur_kb, wdec, last_ch);
