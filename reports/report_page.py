@@ -83,7 +83,9 @@ def tuner_vs_heuristic(run, margin=0.10):
 def crossover_table(run):
     """Rows of the crossover table, one per (backend, family, shape, M) of
     crossover_series: the tuned choice, the fastest plan of any kind, the
-    tuned time over it, cuBLAS BF16 and the tuned choice's speedup over it."""
+    tuned time over it (1.0 where the tuned choice is that plan:
+    targets.tuned_over_fastest), cuBLAS BF16 and the tuned choice's speedup
+    over it."""
     out = []
     for (backend, family), shapes in sorted(crossover_series(run).items()):
         for shape in sorted(shapes, key=_natural):
@@ -98,7 +100,8 @@ def crossover_table(run):
                             "tuned_us": t_us, "tuned_plan": t_plan,
                             "best_us": best[0] if best else None, "best_kind": best[1] if best else None,
                             "best_plan": best[2] if best else None,
-                            "tuned_over_best": t_us / best[0] if t_us and best else None,
+                            "tuned_over_best": (vgtargets.tuned_over_fastest(t_us, t_plan, best[0], best[2])
+                                                if t_us and best else None),
                             "peer_us": p_us, "speedup": p_us / t_us if p_us and t_us else None})
     return out
 

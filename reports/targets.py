@@ -18,7 +18,12 @@ it reads from each row and the least value that meets it.  Values:
                        pattern's groups carry into it are escaped): the
                        tuned row against the fastest plan of every kind,
                        .../tune=on against .../kind=.+ (under 1: the tuned
-                       choice is slower than the best plan)
+                       choice is slower than the best plan).  Where the
+                       row's plan is the fastest partner's plan it reads
+                       1.0 (tuned_over_fastest): the same kernels timed at
+                       two moments of one run differ by the machine's
+                       drift, not by the choice (H100, M=8192: one plan
+                       read 373.9 and 424.9 us in one crossover run)
   v100_ceiling         the V100 model's ceiling of a kernel (sass_model.py;
                        the record's v100_model): rows of backend
                        "v100-model" named TILE/FAMILY, e.g.
@@ -165,6 +170,14 @@ def _partner_regex(over, name):
                                         repl), name)
 
 
+def tuned_over_fastest(tuned_us, tuned_plan, fastest_us, fastest_plan):
+    """The tuned choice's time over the fastest plan's, 1.0 where the two
+    are one plan (module docstring: speedup_over_fastest)."""
+    if tuned_plan and tuned_plan == fastest_plan:
+        return 1.0
+    return tuned_us / fastest_us
+
+
 def _row_value(target, name, row, rows):
     """(value, partner name); value None when the row (or its partner) has none."""
     if target["value"] == "speedup_over_fastest":
@@ -174,7 +187,8 @@ def _row_value(target, name, row, rows):
         if not partners or not row.get("median_us"):
             return None, None
         fastest, partner_name = min(partners)
-        return fastest / row["median_us"], partner_name
+        ratio = tuned_over_fastest(row["median_us"], row.get("plan"), fastest, rows[partner_name].get("plan"))
+        return 1.0 / ratio, partner_name
     if target["value"] != "speedup":
         value = row.get(target["value"])
         return (value if value is not None and value > 0 else None), None

@@ -94,6 +94,29 @@ class CrossoverKindRows(unittest.TestCase):
         printed = [int(line.split()[0]) for line in table.splitlines()[2:] if line.strip()[:1].isdigit()]
         self.assertEqual(printed, CROSSOVER_CPU)
 
+    def test_tuned_over_best_is_one_where_the_tuned_choice_is_the_fastest_plan(self):
+        # The same plan timed twice (tune row, kind row) differs by the
+        # machine's drift; the column says whether the choice was right.
+        table = self.out.split("\nn512k512 crossover (fp8)", 1)[1].split("\n\n", 1)[0]
+        by_name = {r["name"]: r for r in self.rows}
+        same = 0
+        for line in table.splitlines()[2:]:
+            f = line.split()
+            if not f or not f[0].isdigit():
+                continue
+            m, ratio, plan = int(f[0]), float(f[-2]), f[-1]
+            tuned = by_name[f"n512k512/dense/fp8/m{m}/tune=on"]
+            fastest = min((r for n, r in self.kind_rows().items() if f"/m{m}/kind=" in n),
+                          key=lambda r: r["median_us"])
+            with self.subTest(m=m):
+                self.assertEqual(plan, tuned["plan"])
+                if plan == fastest["plan"]:
+                    same += 1
+                    self.assertEqual(f[-2], "1.000")
+                else:
+                    self.assertAlmostEqual(ratio, tuned["median_us"] / fastest["median_us"], delta=6e-4)
+        self.assertGreater(same, 0, "no crossover M where the CPU tuner chose the fastest plan")
+
     def test_shards_split_the_kind_rows_and_lose_none(self):
         names = set()
         for i in range(2):

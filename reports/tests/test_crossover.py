@@ -106,6 +106,9 @@ class PlotData(CrossoverCase):
         self.assertEqual(miss["best_kind"], "dequant+cublas")
         self.assertAlmostEqual(rows[("fp8", "n4096k4096", 4096)]["speedup"], 0.9, delta=0.03)
         self.assertLess(max(r["tuned_over_best"] for k, r in rows.items() if k[0] == "fp8"), 1.03)
+        # where the tuned plan is the fastest plan the page reads 1.0, not the two timings' drift
+        same = rows[("fp8", "n4096k4096", 8192)]
+        self.assertEqual((same["tuned_plan"], same["tuned_over_best"]), (same["best_plan"], 1.0))
 
     def test_a_run_without_kind_rows_has_no_crossover(self):
         # gen_records.make_bench: a run from before issue 31 (a dense m16 row, no kind rows, no plan_kind)
@@ -180,6 +183,20 @@ class Targets(CrossoverCase):
         (ln,) = targets.evaluate(t, bench)
         self.assertEqual(ln["status"], "not met")
         self.assertAlmostEqual(ln["worst"], 0.95)
+        # the fastest plan is the tuned plan itself, timed at another moment
+        # of the run: the choice is right whatever the two times read
+        plan = lambda us, p: dict(row(us), plan=p)   # noqa: E731
+        bench = {("cuda", "a+b/m1/tune=on"): plan(424.9, "cuda.dense.dqcublas"),
+                 ("cuda", "a+b/m1/kind=dequant+cublas"): plan(373.9, "cuda.dense.dqcublas"),
+                 ("cuda", "a+b/m1/kind=tiled"): plan(2031.9, "cuda.dense.prefill.m128n128k64.s2.sk1")}
+        (ln,) = targets.evaluate(t, bench)
+        self.assertEqual((ln["status"], ln["worst"]), ("met", 1.0))
+        self.assertEqual(targets.tuned_over_fastest(424.9, "a", 373.9, "a"), 1.0)
+        # another plan of the same time ratio is a miss
+        bench[("cuda", "a+b/m1/tune=on")] = plan(424.9, "cuda.dense.prefill.m64n64k64.s3.sk1")
+        (ln,) = targets.evaluate(t, bench)
+        self.assertEqual(ln["status"], "not met")
+        self.assertAlmostEqual(ln["worst"], 373.9 / 424.9)
         # a repl naming a group the pattern lacks is a bad file
         doc["targets"][0]["over"]["repl"] = "\\2/kind=.+"
         with open(path, "w") as f:
