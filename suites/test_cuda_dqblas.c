@@ -134,6 +134,65 @@ static void test_short_workspace_refused(void **state)
     tc_free(&c);
 }
 
+/* The dequantize kernel indexes a weight's 16-element chunks in 32 bits:
+ * a weight of 2^31 chunks or more (here 131072 x 262144) is refused with
+ * a clear error before anything is read or launched (the pointers are
+ * never dereferenced). */
+static void test_weight_over_the_chunk_limit_refused(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    const vg_plan *p = dq_plan(VG_PATH_DENSE);
+    for (int f = 0; f < VG_FAMILY_COUNT; f++) {
+        if (f == VG_FAMILY_FP16)
+            continue; /* no copy to make: cuBLAS reads W itself */
+        vg_gemm_args a;
+        memset(&a, 0, sizeof a);
+        a.path = VG_PATH_DENSE;
+        a.m = 32;
+        a.w.family = (vg_family)f;
+        a.w.n = 131072;
+        a.w.k = 262144;
+        a.w.groups = 1;
+        /* never read: the call must stop first */
+        a.w.q = a.w.scale = (void *)(uintptr_t)4096;
+        a.w.zero = f == VG_FAMILY_AWQ ? (void *)(uintptr_t)4096 : NULL;
+        a.w.tensor_scale = 1.0f;
+        a.x = a.y = (void *)(uintptr_t)4096;
+        a.y_dtype = VG_DTYPE_F32;
+        a.workspace = (void *)(uintptr_t)4096;
+        a.workspace_bytes = SIZE_MAX;
+        assert_int_equal(vg_cuda_gemm(p, &a), VG_ERR_LIMIT);
+        assert_non_null(strstr(vg_last_error(), "131072 x 262144"));
+        assert_non_null(strstr(vg_last_error(), "chunks"));
+    }
+    assert_int_equal(vg_cuda_synchronize(NULL), VG_OK);
+}
+
+/* The FP16 copy at the edges of the kernel's two store paths, every family
+ * against the reference on the FP16-rounded weight: K a multiple of 16
+ * (lanes store adjacent chunks in pairs) with chunk counts that are odd and
+ * end inside a warp (3, 15, 99 chunks), and K = 8 mod 16 (each lane stores
+ * its own chunk, the last one half). */
+static void test_copy_edges(void **state)
+{
+    (void)state;
+    VGTEST_REQUIRE_CUDA();
+    static const int32_t shapes[][2] = {{3, 16}, {5, 48}, {33, 48}, {9, 176}, {7, 40}, {37, 200}};
+    const vg_plan *p = dq_plan(VG_PATH_DENSE);
+    for (int f = 0; f < VG_FAMILY_COUNT; f++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int y16 = 0; y16 <= 1; y16++) {
+                tc_case c;
+                tc_make(&c, (vg_family)f, VG_PATH_DENSE, 24, shapes[s][0], shapes[s][1], 1, NULL,
+                        400 + (uint64_t)f * 16 + s * 2 + (uint64_t)y16);
+                const vg_dtype yt = y16 ? VG_DTYPE_F16 : VG_DTYPE_F32;
+                c.args.y_dtype = yt;
+                tc_run_plan(&c, p, tc_tol((vg_family)f, yt));
+                tc_free(&c);
+            }
+}
+
 /* Captures the case's call on plan p into a CUDA graph on `stream`,
  * poisons Y, replays the graph and returns Y as FP32 (the caller frees). */
 static float *replay_in_graph(tc_case *c, const vg_plan *p, void *stream)
@@ -337,6 +396,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_workspace_is_one_fp16_copy),
         cmocka_unit_test(test_batched_workspace_is_at_most_eight_copies),
         cmocka_unit_test(test_short_workspace_refused),
+        cmocka_unit_test(test_weight_over_the_chunk_limit_refused),
+        cmocka_unit_test(test_copy_edges),
         cmocka_unit_test(test_same_bits_direct_and_graph),
         cmocka_unit_test(test_groups_empty_and_large),
         cmocka_unit_test(test_batched_graph_replay),

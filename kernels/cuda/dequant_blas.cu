@@ -237,10 +237,15 @@ __global__ void vg_dqblas_table_kernel(KWeight w, DequantBatch b, int slots)
         write_table(b, slot, w.q + (size_t)b.gb.group[slot] * w.q_group_bytes, w.k);
 }
 
+/* The most chunks one launch's slot may have: the index arithmetic is
+ * 32-bit (a 64-bit division per chunk costs more than the decode), and
+ * the grid stride must not wrap it. */
+constexpr size_t kMaxDequantChunks = (size_t)1 << 31;
+
 /* Rows n, K elements [16c, 16c + 16) of the W of the group in slot
  * blockIdx.y, as FP16 into that slot's copy ([N][K] row-major, at out +
- * slot * copy_elems).  Consecutive threads take consecutive chunks of a
- * row, so loads and stores are coalesced. */
+ * slot * copy_elems).  Consecutive threads take consecutive chunks, so
+ * loads and stores are coalesced. */
 template <class Deq>
 __global__ void __launch_bounds__(256) vg_dequant_f16_kernel(KWeight w, DequantBatch b, __half *out)
 {
@@ -250,38 +255,69 @@ __global__ void __launch_bounds__(256) vg_dequant_f16_kernel(KWeight w, DequantB
     if (b.table && blockIdx.x == 0 && threadIdx.x == 0)
         write_table(b, slot, out, w.k);
     constexpr int kBytes = kChunk * Deq::kBits / 8;
-    const int chunks = (w.k + kChunk - 1) / kChunk;
-    const size_t total = (size_t)w.n * (size_t)chunks;
+    const unsigned chunks = (unsigned)((w.k + kChunk - 1) / kChunk);
+    const unsigned total = (unsigned)w.n * chunks; /* < kMaxDequantChunks (vg_dqblas_gemm) */
     const uint8_t *q = w.q + (size_t)g * w.q_group_bytes;
     const float epi = Deq::epilogue(w);
     const bool row_vec = ((uintptr_t)q % kBytes) == 0 && (w.q_row_bytes % kBytes) == 0;
     const bool out_vec = ((uintptr_t)out % 16) == 0 && (w.k % 8) == 0;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += (size_t)gridDim.x * blockDim.x) {
-        const int n = (int)(i / chunks);
-        const int k = (int)(i - (size_t)n * chunks) * kChunk;
-        const uint8_t *src = q + (size_t)n * w.q_row_bytes + (size_t)k * Deq::kBits / 8;
-        const bool whole = k + kChunk <= w.k;
-        uint32_t h[8];
-        const uint32_t s = Deq::kPreScale ? Deq::prescale(w, g, n, k) : 0u;
-        if (whole && row_vec) {
-            Deq::decode16(src, s, h);
-        } else {
-            /* A row's tail (or an unaligned row): its bytes, zero past K.
-             * Unrolled with constant indices, so the words stay in
-             * registers (a byte array indexed at run time would put this
-             * and the fast path's arrays into local memory). */
-            uint32_t word[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            const int have = ((whole ? kChunk : w.k - k) * Deq::kBits + 7) / 8;
+    /* Where K is a multiple of 16 every chunk is whole and chunk c's FP16
+     * elements start at 16c, so two lanes' adjacent chunks are 64
+     * contiguous bytes: the pair swaps halves and each of its two stores
+     * writes a whole 32-byte sector.  A lane storing its own two halves
+     * left every sector half-written by each store instruction, and the
+     * pass ran at about 0.73 of the copy bandwidth (H100, fp8, K=14336;
+     * KERNELS.md D49).  The same for every thread of the grid, as the
+     * shuffle needs. */
+    const bool paired = out_vec && (w.k % kChunk) == 0;
+    /* The loop runs while the warp's first chunk is in range (i & ~31), so
+     * a warp's lanes go round together (the shuffle); a lane past the end
+     * decodes zeros and stores nothing. */
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; (i & ~31u) < total; i += gridDim.x * blockDim.x) {
+        const bool have = i < total;
+        if (!paired && !have)
+            break;
+        int n = 0, k = 0;
+        /* the raw bytes as decode16 reads them: kBytes of the pair */
+        uint4 raw[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
+        uint32_t pre = 0;
+        float post = epi;
+        if (have) {
+            n = (int)(i / chunks);
+            k = (int)(i - (unsigned)n * chunks) * kChunk;
+            const uint8_t *src = q + (size_t)n * w.q_row_bytes + (size_t)k * Deq::kBits / 8;
+            const bool whole = k + kChunk <= w.k;
+            if (whole && row_vec) {
+                if constexpr (kBytes >= 16) {
+                    raw[0] = *reinterpret_cast<const uint4 *>(src);
+                    if constexpr (kBytes == 32)
+                        raw[1] = *reinterpret_cast<const uint4 *>(src + 16);
+                } else {
+                    const uint2 v = *reinterpret_cast<const uint2 *>(src);
+                    raw[0].x = v.x;
+                    raw[0].y = v.y;
+                }
+            } else {
+                /* A row's tail (or an unaligned row): its bytes, zero past
+                 * K.  Unrolled with constant indices, so the words stay in
+                 * registers (a byte array indexed at run time would put
+                 * them into local memory). */
+                uint32_t word[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+                const int have_bytes = ((whole ? kChunk : w.k - k) * Deq::kBits + 7) / 8;
 #pragma unroll
-            for (int b = 0; b < kBytes; b++)
-                if (b < have)
-                    word[b / 4] |= (uint32_t)src[b] << (8 * (b % 4));
-            const uint4 raw[2] = {make_uint4(word[0], word[1], word[2], word[3]),
-                                  make_uint4(word[4], word[5], word[6], word[7])};
-            Deq::decode16(reinterpret_cast<const uint8_t *>(raw), s, h);
+                for (int bi = 0; bi < kBytes; bi++)
+                    if (bi < have_bytes)
+                        word[bi / 4] |= (uint32_t)src[bi] << (8 * (bi % 4));
+                raw[0] = make_uint4(word[0], word[1], word[2], word[3]);
+                raw[1] = make_uint4(word[4], word[5], word[6], word[7]);
+            }
+            if constexpr (Deq::kPreScale)
+                pre = Deq::prescale(w, g, n, k);
+            if constexpr (Deq::kPostScale)
+                post = Deq::postscale(w, g, n, k / Deq::kScaleK) * epi;
         }
-        const float post = (Deq::kPostScale ? Deq::postscale(w, g, n, k / Deq::kScaleK) : 1.0f) * epi;
+        uint32_t h[8];
+        Deq::decode16(reinterpret_cast<const uint8_t *>(raw), pre, h);
         uint32_t o[8];
 #pragma unroll
         for (int j = 0; j < 8; j++) {
@@ -289,8 +325,27 @@ __global__ void __launch_bounds__(256) vg_dequant_f16_kernel(KWeight w, DequantB
             __half2 r2 = __floats2half2_rn(v.x * post, v.y * post);
             o[j] = *reinterpret_cast<uint32_t *>(&r2);
         }
+        if (paired) {
+            /* lanes 2s, 2s+1 hold chunks c, c+1 (i's parity is the lane's):
+             * the even lane gives its second half, the odd its first, so
+             * the pair writes c's 32 bytes with one store and c+1's with
+             * the other */
+            const unsigned odd = i & 1u, c = i & ~1u;
+            uint32_t got[4];
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                got[j] = __shfl_xor_sync(0xffffffffu, odd ? o[j] : o[4 + j], 1);
+            __half *pair = out + (size_t)c * kChunk + 8 * odd;
+            if (c < total)
+                *reinterpret_cast<uint4 *>(pair) = odd ? make_uint4(got[0], got[1], got[2], got[3])
+                                                       : make_uint4(o[0], o[1], o[2], o[3]);
+            if (c + 1 < total)
+                *reinterpret_cast<uint4 *>(pair + kChunk) = odd ? make_uint4(o[4], o[5], o[6], o[7])
+                                                                : make_uint4(got[0], got[1], got[2], got[3]);
+            continue;
+        }
         __half *dst = out + (size_t)n * w.k + k;
-        if (whole && out_vec) {
+        if (k + kChunk <= w.k && out_vec) {
             reinterpret_cast<uint4 *>(dst)[0] = make_uint4(o[0], o[1], o[2], o[3]);
             reinterpret_cast<uint4 *>(dst)[1] = make_uint4(o[4], o[5], o[6], o[7]);
         } else {
@@ -302,40 +357,57 @@ __global__ void __launch_bounds__(256) vg_dequant_f16_kernel(KWeight w, DequantB
     }
 }
 
-typedef void (*dequant_fn)(const KWeight &w, const DequantBatch &b, __half *out, dim3 grid,
-                           cudaStream_t s);
-
-template <class Deq>
-void launch_dequant(const KWeight &w, const DequantBatch &b, __half *out, dim3 grid, cudaStream_t s)
+/* SMs of the current device, looked up once per device: this runs on
+ * every call. */
+int device_sms(int dev)
 {
-    vg_dequant_f16_kernel<Deq><<<grid, 256, 0, s>>>(w, b, out);
+    static std::atomic<int> known[64];
+    int sms = dev >= 0 && dev < 64 ? known[dev].load(std::memory_order_relaxed) : 0;
+    if (sms <= 0 && (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0)) {
+        (void)cudaGetLastError();
+        return 80;
+    }
+    if (dev >= 0 && dev < 64)
+        known[dev].store(sms, std::memory_order_relaxed);
+    return sms;
+}
+
+/* One launch for slots slots of chunks chunks each (< kMaxDequantChunks). */
+typedef void (*dequant_fn)(const KWeight &w, const DequantBatch &b, __half *out, size_t chunks,
+                           int slots, cudaStream_t s);
+
+/* One wave: as many blocks as the SMs hold at once (the occupancy of this
+ * kernel, asked once per device), fewer where the chunks do not fill
+ * them; each thread's grid-stride loop covers the rest.  A second wave
+ * of a few blocks would leave most SMs idle at its end. */
+template <class Deq>
+void launch_dequant(const KWeight &w, const DequantBatch &b, __half *out, size_t chunks, int slots,
+                    cudaStream_t s)
+{
+    static std::atomic<int> per_sm_known[64];
+    int dev = 0, per_sm = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess)
+        dev = -1;
+    if (dev >= 0 && dev < 64)
+        per_sm = per_sm_known[dev].load(std::memory_order_relaxed);
+    if (per_sm <= 0) {
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, vg_dequant_f16_kernel<Deq>, 256, 0) !=
+                cudaSuccess || per_sm <= 0)
+            per_sm = 4;
+        else if (dev >= 0 && dev < 64)
+            per_sm_known[dev].store(per_sm, std::memory_order_relaxed);
+        (void)cudaGetLastError();
+    }
+    const size_t want = (chunks * (size_t)slots + 255) / 256;
+    const size_t wave = (size_t)device_sms(dev) * (size_t)per_sm;
+    unsigned bx = (unsigned)((want < wave ? want : wave) / (size_t)slots);
+    vg_dequant_f16_kernel<Deq><<<dim3(bx ? bx : 1, (unsigned)slots), 256, 0, s>>>(w, b, out);
 }
 
 /* Indexed by vg_family; fp16 needs none. */
 const dequant_fn g_dequant[VG_FAMILY_COUNT] = {
     NULL, launch_dequant<DeqAWQ>, launch_dequant<DeqFP8>, launch_dequant<DeqMXFP4>,
     launch_dequant<DeqNVFP4>};
-
-/* Enough blocks to fill every SM several times over; the grid-stride loop
- * covers the rest. */
-unsigned dequant_blocks(size_t chunks)
-{
-    /* SMs per device, looked up once: this runs on every call */
-    static std::atomic<int> known[64];
-    int dev = 0, sms = 0;
-    if (cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < 64 &&
-        (sms = known[dev].load(std::memory_order_relaxed)) <= 0) {
-        if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess &&
-            sms > 0)
-            known[dev].store(sms, std::memory_order_relaxed);
-    }
-    if (sms <= 0) {
-        (void)cudaGetLastError();
-        sms = 80;
-    }
-    size_t want = (chunks + 255) / 256, most = (size_t)sms * 16;
-    return (unsigned)(want < most ? (want ? want : 1) : most);
-}
 
 const char *blas_status_name(cublasStatus_t s)
 {
@@ -536,6 +608,12 @@ vg_status vg_dqblas_gemm(const vg_gemm_args *a, const KWeight &kw, int batch)
     const vg_family f = a->w.family;
     const int32_t groups = a->path == VG_PATH_DENSE ? 1 : a->w.groups;
     batch = batch < 1 ? 1 : (batch > kMaxBatch ? kMaxBatch : batch);
+    const size_t chunks = (size_t)kw.n * (size_t)((kw.k + kChunk - 1) / kChunk);
+    if (f != VG_FAMILY_FP16 && chunks >= kMaxDequantChunks)
+        return vg_fail(VG_ERR_LIMIT,
+                       "dequant+cublas: a %d x %d weight is %zu 16-element chunks, over the "
+                       "dequantize kernel's %zu",
+                       kw.n, kw.k, chunks, kMaxDequantChunks);
     /* the layout vg_dqblas_workspace_bytes counts */
     uint8_t *base = reinterpret_cast<uint8_t *>(align_up((uintptr_t)a->workspace));
     const size_t table_bytes = batch > 1 ? kAlign : 0;
@@ -556,7 +634,6 @@ vg_status vg_dqblas_gemm(const vg_gemm_args *a, const KWeight &kw, int batch)
         return blas_fail(bs, "handle set-up");
     }
     const size_t ysize = a->y_dtype == VG_DTYPE_F16 ? 2 : 4;
-    const size_t chunks = (size_t)kw.n * (size_t)((kw.k + kChunk - 1) / kChunk);
     const int yi = a->y_dtype == VG_DTYPE_F16;
     DequantBatch b;
     memset(&b, 0, sizeof b);
@@ -574,8 +651,7 @@ vg_status vg_dqblas_gemm(const vg_gemm_args *a, const KWeight &kw, int batch)
                              g_grouped_takes[yi].load(std::memory_order_relaxed) >= 0;
         b.table = grouped ? reinterpret_cast<const void **>(base) : NULL;
         if (f != VG_FAMILY_FP16) {
-            unsigned bx = dequant_blocks(chunks * (size_t)slots) / (unsigned)slots;
-            g_dequant[f](kw, b, copies, dim3(bx ? bx : 1, (unsigned)slots), s);
+            g_dequant[f](kw, b, copies, chunks, slots, s);
         } else if (grouped) {
             vg_dqblas_table_kernel<<<1, 32, 0, s>>>(kw, b, slots);
         }
