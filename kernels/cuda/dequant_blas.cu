@@ -363,10 +363,14 @@ int device_sms(int dev)
 {
     static std::atomic<int> known[64];
     int sms = dev >= 0 && dev < 64 ? known[dev].load(std::memory_order_relaxed) : 0;
-    if (sms <= 0 && (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0)) {
-        (void)cudaGetLastError();
+    if (sms > 0)
+        return sms;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+        (void)cudaGetLastError(); /* only the query's own error */
         return 80;
     }
+    if (sms <= 0)
+        return 80;
     if (dev >= 0 && dev < 64)
         known[dev].store(sms, std::memory_order_relaxed);
     return sms;
@@ -392,11 +396,14 @@ void launch_dequant(const KWeight &w, const DequantBatch &b, __half *out, size_t
         per_sm = per_sm_known[dev].load(std::memory_order_relaxed);
     if (per_sm <= 0) {
         if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, vg_dequant_f16_kernel<Deq>, 256, 0) !=
-                cudaSuccess || per_sm <= 0)
+            cudaSuccess) {
+            (void)cudaGetLastError(); /* only the query's own error */
             per_sm = 4;
-        else if (dev >= 0 && dev < 64)
+        } else if (per_sm <= 0) {
+            per_sm = 4;
+        } else if (dev >= 0 && dev < 64) {
             per_sm_known[dev].store(per_sm, std::memory_order_relaxed);
-        (void)cudaGetLastError();
+        }
     }
     const size_t want = (chunks * (size_t)slots + 255) / 256;
     const size_t wave = (size_t)device_sms(dev) * (size_t)per_sm;
