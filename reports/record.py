@@ -401,7 +401,10 @@ def build_record(golden=(), bench=(), replay=None, coverage=None, runner="local"
         copy_bw = obj["copy_bandwidth_gbs"]
         stem = os.path.splitext(os.path.basename(path))[0]
         for row in obj["rows"]:
-            row = dict(row, backend=obj["backend"])
+            # source: the bench file the row came from, so that a row is
+            # compared with the peer its own run measured (targets.py,
+            # report_plots.crossover_series); records before it lack it
+            row = dict(row, backend=obj["backend"], source=os.path.basename(path))
             # Two bench files of one backend (e.g. one per family) each
             # measure the copy bandwidth: keep names unique in a record.
             if (row["backend"], row["name"]) in seen:

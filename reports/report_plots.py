@@ -354,10 +354,10 @@ def crossover_series(run):
     the row's own fields (so prefill4096's M=N=K=4096 row joins n4096k4096)
     and a line is each plan kind's fastest plan ("kind=tiled", from the
     .../kind=KIND rows), CROSSOVER_TUNED (the tune=on row) and CROSSOVER_PEER
-    (cuBLAS BF16 at the same shape and M, shared by every family of the
-    run).  Only a family with kind rows has a crossover: a run from before
+    (cuBLAS BF16 at the same shape and M: the one the family's own bench
+    file timed, else the run's first).  Only a family with kind rows has a crossover: a run from before
     the kind rows (or without --shape crossover) gives {}."""
-    kernels, peers = {}, {}
+    kernels, peers, sources, own_peers = {}, {}, {}, {}
     for (backend, name), row in run.bench.items():
         if row.get("path") != "dense" or not row.get("median_us"):
             continue
@@ -367,10 +367,16 @@ def crossover_series(run):
             line = f"kind={m.group('kind')}" if m.group("kind") else CROSSOVER_TUNED
             kernels.setdefault((backend, row["family"]), {}).setdefault(shape, {}).setdefault(line, {})[
                 row["m"]] = (row["m"], row["median_us"], row.get("plan"))
+            if row.get("source"):
+                sources.setdefault((backend, row["family"]), row["source"])
             continue
         p = _CROSS_PEER.match(name) if row["kind"] == "peer" else None
-        # Each family's bench file has its own peer row; a record keeps the
-        # first under the plain name (record.py): that one wins.
+        # Each family's bench file has its own peer row (a record keeps the
+        # first under the plain name, the others "NAME [stem]", record.py):
+        # a family takes the one its own file timed, else the plain one.
+        if p and row.get("source"):
+            own_peers.setdefault((backend, shape, row["source"]), {})[row["m"]] = (
+                row["m"], row["median_us"], row.get("plan"))
         if p and (not p.group(2) or row["m"] not in peers.get((backend, shape), {})):
             peers.setdefault((backend, shape), {})[row["m"]] = (row["m"], row["median_us"], row.get("plan"))
     out = {}
@@ -383,7 +389,8 @@ def crossover_series(run):
                 continue
             ms = {m for pts in lines.values() for m in pts}
             series = {line: [pts[m] for m in sorted(pts)] for line, pts in sorted(lines.items())}
-            peer = peers.get((backend, shape), {})
+            peer = dict(peers.get((backend, shape), {}))
+            peer.update(own_peers.get((backend, shape, sources.get((backend, family))), {}))
             if any(m in peer for m in ms):
                 series[CROSSOVER_PEER] = [peer[m] for m in sorted(peer) if m in ms]
             fam[shape] = series

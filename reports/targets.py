@@ -195,6 +195,16 @@ def _row_value(target, name, row, rows):
     pattern, repl = target["over"]
     partner_name = pattern.sub(repl, name)
     partner = rows.get(partner_name)
+    # A record of several bench files (one per family) holds a peer row per
+    # file; the first keeps the plain name, the others are "NAME [stem]"
+    # (record.py).  The row's own file's peer, timed in the same run, where
+    # there is one: peers of the same shape read 170-182 us at M=4096 across
+    # four family runs of one H100 session.
+    src = row.get("source")
+    if src and (partner is None or partner.get("source") != src):
+        own = rows.get(f"{partner_name} [{os.path.splitext(src)[0]}]")
+        if own is not None and own.get("source") == src:
+            partner = own
     if partner_name == name or partner is None or not partner.get("median_us") or not row.get("median_us"):
         return None, partner_name
     return partner["median_us"] / row["median_us"], partner_name

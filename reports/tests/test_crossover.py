@@ -160,6 +160,31 @@ class Targets(CrossoverCase):
         best = lines[("crossover-tuned-vs-best-plan", "family=fp8 shape=n4096k4096")]
         self.assertEqual((best["rows"], best["met"]), (10, 10))
 
+    def test_each_family_is_compared_with_the_peer_its_own_file_timed(self):
+        # Two family runs of one session each time cuBLAS BF16; the second
+        # file's peer reads 20 % slower.  fp8 (the second file) is 0.8x of
+        # its own peer at M=4096, so 0.96x of it as timed next to it, 0.8x
+        # of the first file's: its own counts, on the page and in the targets.
+        rng = random.Random(7)
+        first = gen_records.make_crossover_bench(rng, 10, "awq", lambda m: 1.0)
+        second = gen_records.make_crossover_bench(rng, 10, "fp8", lambda m: 0.8 if m >= 4096 else 1.6)
+        for r in second["rows"]:
+            if r["kind"] == "peer":
+                r["samples_us"] = [v * 1.2 for v in r["samples_us"]]
+                for key in ("median_us", "min_us", "max_us"):
+                    r[key] *= 1.2
+        self.write_run([first, second])
+        run = self.latest()
+        lines = self.lines(run)
+        m4096 = lines[("crossover-m4096-tflops", "family=fp8 shape=n4096k14336")]
+        self.assertEqual(m4096["status"], "met")
+        self.assertAlmostEqual(m4096["worst"], 0.96, delta=0.03)
+        self.assertAlmostEqual(lines[("crossover-m4096-tflops", "family=awq shape=n4096k14336")]["worst"],
+                               1.0, delta=0.03)
+        rows = {(r["family"], r["shape"], r["m"]): r for r in report.crossover_table(run)}
+        self.assertAlmostEqual(rows[("fp8", "n4096k14336", 4096)]["speedup"], 0.96, delta=0.03)
+        self.assertAlmostEqual(rows[("awq", "n4096k14336", 4096)]["speedup"], 1.0, delta=0.03)
+
     def test_a_run_without_crossover_rows_measures_none_of_them(self):
         self.write_run([gen_records.make_bench(random.Random(1), 10)])
         lines = self.lines(self.latest())
