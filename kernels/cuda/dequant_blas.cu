@@ -255,6 +255,7 @@ __global__ void __launch_bounds__(256) vg_dequant_f16_kernel(KWeight w, DequantB
     if (b.table && blockIdx.x == 0 && threadIdx.x == 0)
         write_table(b, slot, out, w.k);
     constexpr int kBytes = kChunk * Deq::kBits / 8;
+    static_assert(kBytes == 8 || kBytes == 16, "a chunk is one 8- or 16-byte load (fp16 makes no copy)");
     const unsigned chunks = (unsigned)((w.k + kChunk - 1) / kChunk);
     const unsigned total = (unsigned)w.n * chunks; /* < kMaxDequantChunks (vg_dqblas_gemm) */
     const uint8_t *q = w.q + (size_t)g * w.q_group_bytes;
@@ -278,8 +279,8 @@ __global__ void __launch_bounds__(256) vg_dequant_f16_kernel(KWeight w, DequantB
         if (!paired && !have)
             break;
         int n = 0, k = 0;
-        /* the raw bytes as decode16 reads them: kBytes of the pair */
-        uint4 raw[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
+        /* the raw bytes as decode16 reads them: the first kBytes */
+        uint4 raw = make_uint4(0, 0, 0, 0);
         uint32_t pre = 0;
         float post = epi;
         if (have) {
@@ -288,28 +289,25 @@ __global__ void __launch_bounds__(256) vg_dequant_f16_kernel(KWeight w, DequantB
             const uint8_t *src = q + (size_t)n * w.q_row_bytes + (size_t)k * Deq::kBits / 8;
             const bool whole = k + kChunk <= w.k;
             if (whole && row_vec) {
-                if constexpr (kBytes >= 16) {
-                    raw[0] = *reinterpret_cast<const uint4 *>(src);
-                    if constexpr (kBytes == 32)
-                        raw[1] = *reinterpret_cast<const uint4 *>(src + 16);
+                if constexpr (kBytes == 16) {
+                    raw = *reinterpret_cast<const uint4 *>(src);
                 } else {
                     const uint2 v = *reinterpret_cast<const uint2 *>(src);
-                    raw[0].x = v.x;
-                    raw[0].y = v.y;
+                    raw.x = v.x;
+                    raw.y = v.y;
                 }
             } else {
                 /* A row's tail (or an unaligned row): its bytes, zero past
                  * K.  Unrolled with constant indices, so the words stay in
                  * registers (a byte array indexed at run time would put
                  * them into local memory). */
-                uint32_t word[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+                uint32_t word[4] = {0, 0, 0, 0};
                 const int have_bytes = ((whole ? kChunk : w.k - k) * Deq::kBits + 7) / 8;
 #pragma unroll
                 for (int bi = 0; bi < kBytes; bi++)
                     if (bi < have_bytes)
                         word[bi / 4] |= (uint32_t)src[bi] << (8 * (bi % 4));
-                raw[0] = make_uint4(word[0], word[1], word[2], word[3]);
-                raw[1] = make_uint4(word[4], word[5], word[6], word[7]);
+                raw = make_uint4(word[0], word[1], word[2], word[3]);
             }
             if constexpr (Deq::kPreScale)
                 pre = Deq::prescale(w, g, n, k);
@@ -317,7 +315,7 @@ __global__ void __launch_bounds__(256) vg_dequant_f16_kernel(KWeight w, DequantB
                 post = Deq::postscale(w, g, n, k / Deq::kScaleK) * epi;
         }
         uint32_t h[8];
-        Deq::decode16(reinterpret_cast<const uint8_t *>(raw), pre, h);
+        Deq::decode16(reinterpret_cast<const uint8_t *>(&raw), pre, h);
         uint32_t o[8];
 #pragma unroll
         for (int j = 0; j < 8; j++) {
