@@ -107,6 +107,12 @@ struct GemmCfg {
     static_assert(STAGES >= 2, "two stage buffers at least");
     static_assert(!kDecodeOnce || BN * kDecStride <= kStageBytes, "the decoded W tile fits a stage");
     static constexpr int kSmem = kSmemMain > kRedBytes ? kSmemMain : kRedBytes;
+    /* What the SM70 code (VG_QUADPAIR) touches: two stage buffers whatever
+     * STAGES (vg_gemm_kernel's kBuffers).  launch_one reserves this where
+     * the kernel that runs was compiled from PTX below compute_75, so an s3 or
+     * s4 plan runs there at its s2 plan's occupancy, and the only BK = 64
+     * tile (m64n64k64.s3) at two buffers' */
+    static constexpr int kSmemTwoBuffers = 2 * kStageBytes > kRedBytes ? 2 * kStageBytes : kRedBytes;
     static_assert(WTM % 16 == 0 && WTN % 8 == 0, "warp tile must be a multiple of 16x8");
     static_assert(BK % (64 * WK) == 0, "each warp takes whole 64-long K chunks");
     static_assert(Deq::kScaleK % 64 == 0, "scale blocks hold whole chunks");

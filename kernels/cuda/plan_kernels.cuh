@@ -16,6 +16,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <type_traits>
 
 #include "decode_kernel.cuh"
@@ -38,21 +39,51 @@ VG_FAMILY_KERNEL_DECLS(nvfp4)
 
 namespace {
 
+/* Whether the kernel that runs for func on the current device was compiled
+ * from PTX for compute_70 to 7.4 (below 7.5): the Volta code path (VG_QUADPAIR), on a V100 (its
+ * sm_70 SASS) or wherever only that PTX was built (ci/sm70 hopper's
+ * objects on a later GPU).  cudaFuncGetAttributes once per device and
+ * function (known: that function's answers by device); a failed query
+ * says no (the full reservation, always safe). */
+template <class F>
+bool runs_volta_code(F func, std::atomic<int> (&known)[64] /* the function's: 0 not asked, 1 yes, -1 no */)
+{
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    int v = known[dev].load(std::memory_order_relaxed);
+    if (v == 0) {
+        cudaFuncAttributes attr;
+        if (cudaFuncGetAttributes(&attr, func) == cudaSuccess) {
+            v = attr.ptxVersion >= 70 && attr.ptxVersion < 75 ? 1 : -1;
+        } else {
+            (void)cudaGetLastError();
+            v = -1;
+        }
+        known[dev].store(v, std::memory_order_relaxed);
+    }
+    return v > 0;
+}
+
 /* One instantiation: sets its shared-memory limit when it needs more than
  * the default 48 KiB (not a stream operation, so capture-safe) and
- * launches. */
+ * launches.  The Volta code path gets two stage buffers' worth
+ * (GemmCfg::kSmemTwoBuffers), the shared memory it touches. */
 template <class Deq, int BM, int BN, int BK, int WM, int WN, int WK, int ST>
 cudaError_t launch_one(const KParams &p, dim3 grid, cudaStream_t s)
 {
     using C = GemmCfg<Deq, BM, BN, BK, WM, WN, WK, ST>;
     auto kern = vg_gemm_kernel<Deq, BM, BN, BK, WM, WN, WK, ST>;
-    if (C::kSmem > 48 * 1024) {
-        cudaError_t e =
-            cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
+    static std::atomic<int> volta[64];
+    const int smem = runs_volta_code(kern, volta) ? C::kSmemTwoBuffers : C::kSmem;
+    if (smem > 48 * 1024) {
+        cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != cudaSuccess)
             return e;
     }
-    kern<<<grid, C::kThreads, C::kSmem, s>>>(p);
+    kern<<<grid, C::kThreads, smem, s>>>(p);
     return cudaGetLastError();
 }
 
