@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "dequant_blas.h"
+#include "device_cache.h"
 #include "kernels.h"
 
 namespace {
@@ -355,25 +356,6 @@ __global__ void __launch_bounds__(256) vg_dequant_f16_kernel(KWeight w, DequantB
     }
 }
 
-/* SMs of the current device, looked up once per device: this runs on
- * every call. */
-int device_sms(int dev)
-{
-    static std::atomic<int> known[64];
-    int sms = dev >= 0 && dev < 64 ? known[dev].load(std::memory_order_relaxed) : 0;
-    if (sms > 0)
-        return sms;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-        (void)cudaGetLastError(); /* only the query's own error */
-        return 80;
-    }
-    if (sms <= 0)
-        return 80;
-    if (dev >= 0 && dev < 64)
-        known[dev].store(sms, std::memory_order_relaxed);
-    return sms;
-}
-
 /* One launch for slots slots of chunks chunks each (< kMaxDequantChunks). */
 typedef void (*dequant_fn)(const KWeight &w, const DequantBatch &b, __half *out, size_t chunks,
                            int slots, cudaStream_t s);
@@ -386,25 +368,19 @@ template <class Deq>
 void launch_dequant(const KWeight &w, const DequantBatch &b, __half *out, size_t chunks, int slots,
                     cudaStream_t s)
 {
-    static std::atomic<int> per_sm_known[64];
-    int dev = 0, per_sm = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess)
-        dev = -1;
-    if (dev >= 0 && dev < 64)
-        per_sm = per_sm_known[dev].load(std::memory_order_relaxed);
-    if (per_sm <= 0) {
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, vg_dequant_f16_kernel<Deq>, 256, 0) !=
-            cudaSuccess) {
-            (void)cudaGetLastError(); /* only the query's own error */
-            per_sm = 4;
-        } else if (per_sm <= 0) {
-            per_sm = 4;
-        } else if (dev >= 0 && dev < 64) {
-            per_sm_known[dev].store(per_sm, std::memory_order_relaxed);
-        }
-    }
+    static std::atomic<int> per_sm_known[kVgCachedDevices];
+    const int per_sm = vg_cuda_per_device(
+        per_sm_known,
+        [](int) {
+            int blocks = 0;
+            return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, vg_dequant_f16_kernel<Deq>, 256, 0) ==
+                           cudaSuccess
+                       ? blocks
+                       : 0;
+        },
+        4);
     const size_t want = (chunks * (size_t)slots + 255) / 256;
-    const size_t wave = (size_t)device_sms(dev) * (size_t)per_sm;
+    const size_t wave = (size_t)vg_cuda_device_attr<cudaDevAttrMultiProcessorCount>(80) * (size_t)per_sm;
     unsigned bx = (unsigned)((want < wave ? want : wave) / (size_t)slots);
     vg_dequant_f16_kernel<Deq><<<dim3(bx ? bx : 1, (unsigned)slots), 256, 0, s>>>(w, b, out);
 }

@@ -28,6 +28,7 @@
 
 #include "plan_kernels.cuh" /* first: dequant.cuh needs cuda_fp16.h */
 #include "dequant_blas.h"
+#include "device_cache.h"
 #include "kernels.h"
 #include "voltgate/family.h"
 
@@ -61,20 +62,7 @@ __global__ void vg_splitk_reduce_kernel(const float *ws, void *y, int y_f16, siz
  * arch is looked up once per device. */
 int vg_cuda_device_major(void)
 {
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    static std::atomic<int> major[64]; /* 0: not looked up yet; -1: unknown */
-    int m = major[dev].load(std::memory_order_relaxed);
-    if (m == 0) {
-        int v = 0;
-        m = cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && v > 0
-                ? v : -1;
-        major[dev].store(m, std::memory_order_relaxed);
-    }
-    return m > 0 ? m : 0;
+    return vg_cuda_device_attr<cudaDevAttrComputeCapabilityMajor>(0);
 }
 
 bool vg_cuda_pdl_enabled()
@@ -195,22 +183,11 @@ int k_per_split(const vg_plan *p, int k)
     return per * p->tile_k;
 }
 
-/* The largest opt-in shared memory per block of the current device. */
+/* The largest opt-in shared memory per block of the current device; every
+ * launch and every heuristic decision (the dispatch path) reads it. */
 int device_smem_limit(void)
 {
-    /* Asked once per device: every launch and every heuristic decision (the
-     * dispatch path) reads it. */
-    static std::atomic<int> known[64];
-    int dev = 0, v = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess)
-        return 48 * 1024;
-    if (dev >= 0 && dev < 64 && (v = known[dev].load(std::memory_order_relaxed)) > 0)
-        return v;
-    if (cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
-        return 48 * 1024;
-    if (dev >= 0 && dev < 64)
-        known[dev].store(v, std::memory_order_relaxed);
-    return v;
+    return vg_cuda_device_attr<cudaDevAttrMaxSharedMemoryPerBlockOptin>(48 * 1024);
 }
 
 vg_status cuda_fail(cudaError_t e, const char *what)

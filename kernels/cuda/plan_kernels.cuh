@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "decode_kernel.cuh"
+#include "device_cache.h"
 #include "gemm_kernel.cuh"
 #include "plan_list.h"
 
@@ -40,31 +41,22 @@ VG_FAMILY_KERNEL_DECLS(nvfp4)
 namespace {
 
 /* Whether the kernel that runs for func on the current device was compiled
- * from PTX for compute_70 to 7.4 (below 7.5): the Volta code path (VG_QUADPAIR), on a V100 (its
- * sm_70 SASS) or wherever only that PTX was built (ci/sm70 hopper's
- * objects on a later GPU).  cudaFuncGetAttributes once per device and
- * function (known: that function's answers by device); a failed query
- * says no (the full reservation, always safe). */
+ * from PTX for compute_70 to 7.4 (below 7.5): the Volta code path
+ * (VG_QUADPAIR), on a V100 (its sm_70 SASS) or wherever only that PTX was
+ * built (ci/sm70 hopper's objects on a later GPU).  known: that function's
+ * PTX version by device; a failed query says no (the full reservation,
+ * always safe). */
 template <class F>
-bool runs_volta_code(F func, std::atomic<int> (&known)[64] /* the function's: 0 not asked, 1 yes, -1 no */)
+bool runs_volta_code(F func, std::atomic<int> (&known)[kVgCachedDevices])
 {
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-        (void)cudaGetLastError();
-        return false;
-    }
-    int v = known[dev].load(std::memory_order_relaxed);
-    if (v == 0) {
-        cudaFuncAttributes attr;
-        if (cudaFuncGetAttributes(&attr, func) == cudaSuccess) {
-            v = attr.ptxVersion >= 70 && attr.ptxVersion < 75 ? 1 : -1;
-        } else {
-            (void)cudaGetLastError();
-            v = -1;
-        }
-        known[dev].store(v, std::memory_order_relaxed);
-    }
-    return v > 0;
+    const int ptx = vg_cuda_per_device(
+        known,
+        [func](int) {
+            cudaFuncAttributes attr;
+            return cudaFuncGetAttributes(&attr, func) == cudaSuccess ? attr.ptxVersion : 0;
+        },
+        0);
+    return ptx >= 70 && ptx < 75;
 }
 
 /* One instantiation: sets its shared-memory limit when it needs more than
@@ -76,8 +68,8 @@ cudaError_t launch_one(const KParams &p, dim3 grid, cudaStream_t s)
 {
     using C = GemmCfg<Deq, BM, BN, BK, WM, WN, WK, ST>;
     auto kern = vg_gemm_kernel<Deq, BM, BN, BK, WM, WN, WK, ST>;
-    static std::atomic<int> volta[64];
-    const int smem = runs_volta_code(kern, volta) ? C::kSmemTwoBuffers : C::kSmem;
+    static std::atomic<int> ptx_version[kVgCachedDevices];
+    const int smem = runs_volta_code(kern, ptx_version) ? C::kSmemTwoBuffers : C::kSmem;
     if (smem > 48 * 1024) {
         cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != cudaSuccess)
