@@ -85,6 +85,13 @@ Assumptions (each with its source, or "assumption"):
       (gemm.cu) with dq_rows = VG_CUDA_DQBLAS_ROWS_SM70 (kernels.h; the
       kind offered) and 96 KB of shared memory (sm70_rule below; a test
       fails when gemm.cu's rule or the constant changes without it).
+  A16 The floor of any kernel, whatever its plan: W read once (with its
+      scales), X read once and Y written once at the DRAM bandwidth, or
+      2MNK at the full tensor peak, whichever is longer.  cuBLAS / floor is
+      then the most any kernel on that weight could be ahead of cuBLAS
+      FP16 by this model: where it is below issue 31's mid targets (fp8
+      1.5x at M = 32-128, the 4-bit families 2x at 32 and 64) no kernel
+      meets them on the machine (fp8, M=128 on a V100: 1.25).
 
 Exit: 0 ok, 2 bad input (an unreadable file, a row without its fields, an
 unknown tile or family, no rows).
@@ -368,6 +375,12 @@ def cublas_time(m, n, k, s):
     return max(2.0 * m * n * k / (tensor_peak_flops(s) * s["eff"]), (n * k + m * k + m * n) * ACT_BYTES / s["bw"])
 
 
+def floor_time(family, m, n, k, s):
+    """A16: no kernel on this weight can be faster (bytes once, tensor peak)."""
+    return max(2.0 * m * n * k / tensor_peak_flops(s),
+               (weight_bytes(family, n, k) + (m * k + m * n) * ACT_BYTES) / s["bw"])
+
+
 def dqcublas_time(family, m, n, k, s):
     """A11: the FP16 copy of W (none for fp16), then cuBLAS."""
     copy = 0.0 if family == "fp16" else (weight_bytes(family, n, k) + n * k * ACT_BYTES) / s["bw"]
@@ -410,7 +423,8 @@ def crossover(rows, machine="v100", bw_gbs=None, cublas_eff=DEFAULT_CUBLAS_EFF, 
               families=FAMILIES, shapes=SHAPES, ms=MS):
     """One dict per (family, shape, M), times in microseconds: kinds {kind:
     (us, plan id) of the kind's best offered plan, or None}, best (us, plan
-    id), cublas_us, and on the v100 rule_plan, rule_us (None: not
+    id), cublas_us, floor_us and cublas_over_floor (A16), and on the v100
+    rule_plan, rule_us (None: not
     modelled), rule_over_best and flag (the rule's pick modelled more than
     FLAG_RATIO over the best); None on another machine."""
     s = setting(machine, bw_gbs, cublas_eff, model_bw_gbs)
@@ -431,8 +445,10 @@ def crossover(rows, machine="v100", bw_gbs=None, cublas_eff=DEFAULT_CUBLAS_EFF, 
                 t_rule = plan_time(rule, ceils, family, m, n, k, s) if rule else None
                 rule_us = None if t_rule is None else t_rule * 1e6
                 ratio = rule_us / best[0] if rule_us is not None and best else None
+                t_cublas, t_floor = cublas_time(m, n, k, s), floor_time(family, m, n, k, s)
                 out.append({"family": family, "n": n, "k": k, "m": m, "kinds": kinds, "best": best,
-                            "cublas_us": cublas_time(m, n, k, s) * 1e6,
+                            "cublas_us": t_cublas * 1e6, "floor_us": t_floor * 1e6,
+                            "cublas_over_floor": t_cublas / t_floor,
                             "rule_plan": rule, "rule_us": rule_us, "rule_over_best": ratio,
                             "flag": ratio is not None and ratio > FLAG_RATIO})
     return out
@@ -448,7 +464,9 @@ def assumptions_text(s):
             f"M-tile row), decode ceilings against the model's {s['model_bw'] / 1e9:g} GB/s, whole tiles and "
             f"waves of {s['sms']} blocks, split-K partials written and reduced, dequantize + cuBLAS = FP16 copy "
             f"of W then cuBLAS = max(2MNK / (peak x {s['eff']:g}), bytes / bandwidth) (efficiency: assumption), "
-            f"{s['smem_limit'] >> 10} KB shared memory per block (plans over it not run)"
+            f"{s['smem_limit'] >> 10} KB shared memory per block (plans over it not run), the floor of any "
+            f"kernel = max(2MNK / peak, bytes once / bandwidth) (cuBLAS / floor: the most any kernel could be "
+            f"ahead of cuBLAS)"
             + (f", the SM70 rule with tuning off and the dequantize + cuBLAS kind from {DQBLAS_ROWS_SM70} rows"
                if s["name"] == "v100" else "") + ". Latency, tails and launch gaps are not in it.")
 
@@ -463,17 +481,19 @@ def short(plan_id):
 def table_cells(r):
     """One result as the strings of the table's row (format_table and the
     report page share it): N x K, M, each kind's time, the best plan,
-    cuBLAS, the rule's pick, its time and its ratio to the best."""
+    cuBLAS, the floor and cuBLAS over it (A16), the rule's pick, its time
+    and its ratio to the best."""
     def us(v):
         return "-" if v is None else f"{v:.1f}"
     ratio = "-" if r["rule_over_best"] is None else f"{r['rule_over_best']:.2f}"
     return ([f"{r['n']}x{r['k']}", str(r["m"])] + [us(r["kinds"][kd] and r["kinds"][kd][0]) for kd in KINDS] +
-            [short(r["best"][1]) if r["best"] else "-", us(r["cublas_us"]),
-             short(r["rule_plan"]) if r["rule_plan"] else "-", us(r["rule_us"]), ratio])
+            [short(r["best"][1]) if r["best"] else "-", us(r["cublas_us"]), us(r["floor_us"]),
+             f"{r['cublas_over_floor']:.2f}", short(r["rule_plan"]) if r["rule_plan"] else "-", us(r["rule_us"]), ratio])
 
 
 TABLE_HEAD = (["N x K", "M"] + [f"{kd} us" for kd in KINDS] +
-              ["best plan", "cuBLAS FP16 us", "SM70 rule's pick", "rule us", "rule / best"])
+              ["best plan", "cuBLAS FP16 us", "floor us", "cuBLAS / floor", "SM70 rule's pick", "rule us",
+               "rule / best"])
 
 
 def format_table(results, machine="v100"):

@@ -354,6 +354,30 @@ class Crossover(unittest.TestCase):
         self.assertFalse(r["flag"])
         self.assertAlmostEqual(r["cublas_us"], (4096 * 4096 + 2 * 64 * 4096) * 2 / BW * US, 6)
 
+    def test_floor_bounds_how_far_any_kernel_can_beat_cublas(self):
+        # A16 by hand.  fp8, N=K=4096, M=128: the multiply-adds at the
+        # full peak, 2*128*4096^2 / 125.3376e12 = 34.27 us, outlast the
+        # bytes (16781312 of W + 128*4096*2 of X + 128*4096*2 of Y at
+        # 830 GB/s = 22.74 us); cuBLAS (A12) is memory-bound at 42.95 us
+        # (the FP16 W, X and Y), just above 34.27 / 0.8 = 42.84: 1.253x, under the
+        # 1.5x issue 31 asks at 128 rows, whatever kernel is built
+        r = self.result(128)
+        tensor = 2 * 128 * 4096 * 4096 / PEAK * US
+        self.assertAlmostEqual(tensor, 34.27, 2)
+        self.assertGreater(tensor, (FP8_W_4096 + 2 * 128 * 4096 * 2) / BW * US)
+        self.assertAlmostEqual(r["floor_us"], tensor, 6)
+        cublas = (4096 * 4096 + 2 * 128 * 4096) * 2 / BW * US
+        self.assertAlmostEqual(r["cublas_us"], cublas, 6)
+        self.assertAlmostEqual(r["cublas_over_floor"], cublas / tensor, 9)
+        self.assertLess(r["cublas_over_floor"], 1.5)
+        # M=32: the bytes bind (fp8 W 16781312 + 2*32*4096*2 = 17305600 B,
+        # 20.85 us; the tensor term 8.57 us), cuBLAS 41.05 us: 1.969x
+        r = self.result(32)
+        floor = (FP8_W_4096 + 2 * 32 * 4096 * 2) / BW * US
+        self.assertAlmostEqual(r["floor_us"], floor, 6)
+        self.assertAlmostEqual(r["cublas_over_floor"], (4096 * 4096 + 2 * 32 * 4096) * 2 / BW * US / floor, 9)
+        self.assertGreater(r["cublas_over_floor"], 1.5)
+
     # the mid decode plans made slow (0.1), the prefill tile as above
     SLOW_MID = [row("fp8", "decode.m64n64wn4wk1.u2", 0.1), row("fp8", "prefill.m128n128k64.s3", 0.5)]
 
