@@ -113,6 +113,7 @@ struct GemmCfg {
      * s4 plan runs there at its s2 plan's occupancy, and the only BK = 64
      * tile (m64n64k64.s3) at two buffers' */
     static constexpr int kSmemTwoBuffers = 2 * kStageBytes > kRedBytes ? 2 * kStageBytes : kRedBytes;
+    static_assert(STAGES != 2 || kSmemTwoBuffers == kSmem, "a two-stage plan reserves the same either way");
     static_assert(WTM % 16 == 0 && WTN % 8 == 0, "warp tile must be a multiple of 16x8");
     static_assert(BK % (64 * WK) == 0, "each warp takes whole 64-long K chunks");
     static_assert(Deq::kScaleK % 64 == 0, "scale blocks hold whole chunks");
