@@ -422,7 +422,8 @@ const vg_plan *vg_cuda_routing_plan(vg_family f, vg_path path, int32_t rows, int
  * SM80+.  Grouped and moe above 16 rows per group on SM80+: the grouped
  * mid decode plans to 256 rows (fp16 to 128; D37).  On SM70/75, the
  * quantized families, by the V100 model (D38): the mid decode plans at
- * 65-128 rows (N < 2048: 65-256).  Elsewhere (the rest of SM70/75, fp16
+ * 65-128 rows (N < 2048: 65-256), and the 4-bit families' 32-token mid
+ * decode plan at 17-32 rows (D52).  Elsewhere (the rest of SM70/75, fp16
  * without cuBLAS, above 256 rows) <= 64 rows: the mid tile; above: the
  * prefill tile.  Where the preferred
  * plan needs more shared memory than the device has (the 8- and 16-warp
@@ -537,6 +538,21 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
      * 129-255) keep their tiled plans until a V100 says otherwise.  A T4
      * (also major 7, 40 SMs, not modelled) takes the same rows: the prefill
      * tile's 32 blocks fill it, the mid decode plans' 128 do too. */
+    /* SM70/75, the 4-bit families at 17-32 rows: the 32-token mid decode
+     * plan, W decoded once for all the rows and streamed as at decode
+     * sizes, where the mid tile computes 64 rows for them and the 16-row
+     * tiles decode W twice.  V100 model (D52): awq 4096^2 M=32 14.3 us
+     * against the mid tile's 30.4, nvfp4 14.2 / 29.0, mxfp4 16.6 / 30.9
+     * (1.9-2.1x, D38's bar); fp8 20.9 / 32.5 (1.6x: within the model's
+     * error, so fp8 keeps the mid tile).  One block per 64 weight rows
+     * where that makes 64 blocks or more, else split K 2 or 4 (the model's
+     * fastest split at N = 4096, 2048 and 1024). */
+    if (sm_major < 8 && vg_family_desc_of(f)->elem_bits == 4 && rows > 16 && rows <= 32) {
+        const int tiles64 = ceil_div(n, 64);
+        return by_id(tiles64 >= 64   ? "cuda.dense.decode.m32n64wn4wk1.u2.sk1"
+                     : tiles64 >= 32 ? "cuda.dense.decode.m32n64wn4wk1.u2.sk2"
+                                     : "cuda.dense.decode.m32n64wn4wk1.u2.sk4");
+    }
     if (sm_major < 8 && f != VG_FAMILY_FP16 && rows > 64 && rows <= (n < 2048 ? 256 : 128))
         return by_id(n < 2048 ? "cuda.dense.decode.m64n64wn4wk1.u2.sk2"
                               : "cuda.dense.decode.m64n64wn4wk1.u2.sk1");
