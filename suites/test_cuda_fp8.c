@@ -672,7 +672,9 @@ static void test_rule_sm70_two_stages(void **state)
  * 17 rows: no grouped token tile is smaller), two K groups to 64 rows
  * (fp16: 128), but fp8's two 16-row tiles (32 weight rows a block) to 32
  * rows; above, the
- * dequantize + cuBLAS kind where offered; SM70 keeps the grouped mid tile. */
+ * dequantize + cuBLAS kind where offered; SM70 keeps the grouped mid tile
+ * but for the 4-bit families at 17-32 rows (the grouped 32-token mid
+ * decode plan, D52). */
 static void test_rule_grouped_rows(void **state)
 {
     (void)state;
@@ -707,8 +709,16 @@ static void test_rule_grouped_rows(void **state)
             /* without the dequantize + cuBLAS kind, above that: the mid tile */
             h = vg_cuda_heuristic_for(fam, VG_PATH_MOE, m, 1024, 4096, smem, 0, 9, NULL);
             assert_int_equal(h->kind, m <= last ? VG_KIND_DECODE : VG_KIND_TILED);
+            /* SM70: the grouped mid tile, but the 4-bit families' grouped
+             * 32-token mid decode plan at 17-32 rows (D52) */
             h = vg_cuda_heuristic_for(fam, VG_PATH_MOE, m, 1024, 4096, 96 << 10, 0, 7, NULL);
-            assert_int_equal(h->kind, VG_KIND_TILED);
+            if (m <= 32 && (fam == VG_FAMILY_AWQ || fam == VG_FAMILY_MXFP4 || fam == VG_FAMILY_NVFP4)) {
+                assert_string_equal(h->id, "cuda.grouped.decode.m32n64wn4wk1.u2.sk1");
+                assert_true(vg_plan_offered(h, fam, VG_PATH_MOE, m));
+                assert_true(vg_plan_offered(h, fam, VG_PATH_GROUPED, m));
+            } else {
+                assert_int_equal(h->kind, VG_KIND_TILED);
+            }
         }
 }
 

@@ -423,7 +423,7 @@ const vg_plan *vg_cuda_routing_plan(vg_family f, vg_path path, int32_t rows, int
  * mid decode plans to 256 rows (fp16 to 128; D37).  On SM70/75, the
  * quantized families, by the V100 model (D38): the mid decode plans at
  * 65-128 rows (N < 2048: 65-256), and the 4-bit families' 32-token mid
- * decode plan at 17-32 rows (D52).  Elsewhere (the rest of SM70/75, fp16
+ * decode plans at 17-32 rows, dense and per group (D52).  Elsewhere (the rest of SM70/75, fp16
  * without cuBLAS, above 256 rows) <= 64 rows: the mid tile; above: the
  * prefill tile.  Where the preferred
  * plan needs more shared memory than the device has (the 8- and 16-warp
@@ -469,6 +469,13 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
      * (H100, D36: 14.7 us at M=32 against 22.0 for the best decode plan) */
     if (dq_rows > 0 && (rows >= dq_rows || (f == VG_FAMILY_FP16 && rows > 16)))
         return by_id(grouped ? "cuda.grouped.dqcublas" : "cuda.dense.dqcublas");
+    /* SM70/75, the 4-bit families at 17-32 rows per group (past the
+     * routing row): the grouped 32-token mid decode plan, one launch,
+     * as the dense rule below (D52; V100 model of wo_a as a dense N = 8192
+     * stand-in: awq 28.6 us against the grouped mid tile's 60.7, nvfp4
+     * 28.4 / 58.1, mxfp4 33.1 / 61.7) */
+    if (grouped && sm_major < 8 && vg_family_desc_of(f)->elem_bits == 4 && rows > 16 && rows <= 32)
+        return by_id("cuda.grouped.decode.m32n64wn4wk1.u2.sk1");
     if (grouped) {
         if (rows > 16)
             return first_tiled_that_fits(f, smem_limit, sm_major,
