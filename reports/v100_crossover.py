@@ -291,9 +291,9 @@ def sm70_rule(family, m, n):
             return (_first_that_fits(family, [d + "m16n16w8.u4.sk1", d + "m16n16w8.u2.sk1", d + "m16n32w4.u2.sk2"])
                     if big else _first_that_fits(family, [d + "m8n16w16.u2.sk1", d + "m8n32w4.u2.sk2"]))
         return d + ("m16n32w4.u2.sk4" if big else "m8n32w4.u2.sk4")
-    if family in ("awq", "mxfp4", "nvfp4") and 16 < m <= 32:
+    if family != "fp16" and 16 < m <= 32:
         tiles64 = -(-n // 64)
-        return d + "m32n64wn4wk1.u2." + ("sk1" if tiles64 >= 64 else "sk2" if tiles64 >= 32 else "sk4")
+        return d + "m32n64wn4wk1.u2." + ("sk1" if tiles64 >= 128 else "sk2" if tiles64 >= 64 else "sk4")
     if family != "fp16" and 64 < m <= (256 if n < 2048 else 128):
         return d + ("m64n64wn4wk1.u2.sk2" if n < 2048 else "m64n64wn4wk1.u2.sk1")
     if m <= 64:

@@ -557,7 +557,7 @@ static void test_heuristic_fits_every_arch(void **state)
  * tile above (below N = 2048 the 16-row tiles to 64 rows); SM70/75 keep
  * the tiled mid and prefill plans but at 65-128 rows (65-256 below N =
  * 2048), where the quantized families take the mid decode plans (the V100
- * model, D38), and at 17-32 rows, where the 4-bit families take the
+ * model, D38), and at 17-32 rows, where the quantized families take the
  * 32-token mid decode plan (D52).  Needs no device. */
 static void test_rule_mid_rows(void **state)
 {
@@ -583,14 +583,13 @@ static void test_rule_mid_rows(void **state)
                                           ? VG_KIND_DEQUANT_BLAS
                                           : VG_KIND_DECODE);
             /* SM70 (the V100 model, KERNELS.md D38, D52): the quantized
-             * families' mid decode plans at 65-128 rows, the 4-bit
-             * families' 32-token one at 17-32, the tiled plans elsewhere
-             * (and for fp16 and fp8 to 64 rows) */
-            const int four_bit = f == VG_FAMILY_AWQ || f == VG_FAMILY_MXFP4 || f == VG_FAMILY_NVFP4;
+             * families' mid decode plans at 65-128 rows and the 32-token
+             * one at 17-32, the tiled plans elsewhere (and for fp16) */
+            const int quantized = f != VG_FAMILY_FP16;
             h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_DENSE, m, 4096, 4096, 96 << 10, 0, 7, NULL);
             assert_non_null(h);
             assert_true(vg_cuda_plan_smem(h, (vg_family)f) <= 96 << 10);
-            if (four_bit && m <= 32) {
+            if (quantized && m <= 32) {
                 assert_int_equal(h->kind, VG_KIND_DECODE);
                 assert_int_equal(h->tile_m, 32);
                 assert_true(vg_plan_offered(h, (vg_family)f, VG_PATH_DENSE, m));
@@ -601,20 +600,22 @@ static void test_rule_mid_rows(void **state)
                 assert_int_equal(h->tile_m, 64);
                 assert_true(vg_plan_offered(h, (vg_family)f, VG_PATH_DENSE, m));
             }
-            /* N = 1024 on SM70: the mid tile to 64 rows (4-bit: the
-             * 32-token mid decode plan to 32), mid decode split 2 above */
+            /* N = 1024 on SM70: the quantized families' 32-token mid
+             * decode plan to 32 rows, the mid tile to 64, mid decode split
+             * 2 above */
             h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_LOOP, m, 1024, 4096, 96 << 10, 0, 7, NULL);
-            assert_int_equal(h->kind, f != VG_FAMILY_FP16 && ((m > 64 && m <= 256) || (four_bit && m <= 32))
+            assert_int_equal(h->kind, quantized && (m <= 32 || (m > 64 && m <= 256))
                                           ? VG_KIND_DECODE
                                           : VG_KIND_TILED);
-            /* the 32-token plan at 17-32 rows: the fewest splits that make
-             * 64 blocks or more of 64 weight rows (N = 4096: 1, 2048: 2,
-             * 1024: 4), so a V100's 80 SMs are mostly busy */
-            for (int32_t n = 1024; four_bit && m <= 32 && n <= 16384; n *= 2) {
+            /* the 32-token plan at 17-32 rows: the fewest splits (4 at
+             * most) that make 128 blocks or more of 64 weight rows (N =
+             * 8192: 1, 4096: 2, 2048 and 1024: 4), more than one block per
+             * V100 SM (80) where N allows */
+            for (int32_t n = 1024; quantized && m <= 32 && n <= 16384; n *= 2) {
                 h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_DENSE, m, n, 4096, 96 << 10, 0, 7, NULL);
                 assert_int_equal(h->tile_m, 32);
                 const int32_t blocks = (n / 64) * h->split_k;
-                assert_true(blocks >= 64 && (h->split_k == 1 || blocks / 2 < 64));
+                assert_true((blocks >= 128 || h->split_k == 4) && (h->split_k == 1 || blocks / 2 < 128));
             }
             /* N = 1024 (wo_a's groups): the 16-row tiles to 64 rows */
             h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_LOOP, m, 1024, 4096, smem, 0, 9, NULL);
@@ -673,7 +674,7 @@ static void test_rule_sm70_two_stages(void **state)
  * (fp16: 128), but fp8's two 16-row tiles (32 weight rows a block) to 32
  * rows; above, the
  * dequantize + cuBLAS kind where offered; SM70 keeps the grouped mid tile
- * but for the 4-bit families at 17-32 rows (the grouped 32-token mid
+ * but for the quantized families at 17-32 rows (the grouped 32-token mid
  * decode plan, D52). */
 static void test_rule_grouped_rows(void **state)
 {
@@ -709,10 +710,10 @@ static void test_rule_grouped_rows(void **state)
             /* without the dequantize + cuBLAS kind, above that: the mid tile */
             h = vg_cuda_heuristic_for(fam, VG_PATH_MOE, m, 1024, 4096, smem, 0, 9, NULL);
             assert_int_equal(h->kind, m <= last ? VG_KIND_DECODE : VG_KIND_TILED);
-            /* SM70: the grouped mid tile, but the 4-bit families' grouped
-             * 32-token mid decode plan at 17-32 rows (D52) */
+            /* SM70: the grouped mid tile, but the quantized families'
+             * grouped 32-token mid decode plan at 17-32 rows (D52) */
             h = vg_cuda_heuristic_for(fam, VG_PATH_MOE, m, 1024, 4096, 96 << 10, 0, 7, NULL);
-            if (m <= 32 && (fam == VG_FAMILY_AWQ || fam == VG_FAMILY_MXFP4 || fam == VG_FAMILY_NVFP4)) {
+            if (m <= 32 && fam != VG_FAMILY_FP16) {
                 assert_string_equal(h->id, "cuda.grouped.decode.m32n64wn4wk1.u2.sk1");
                 assert_true(vg_plan_offered(h, fam, VG_PATH_MOE, m));
             } else {

@@ -232,7 +232,7 @@ class RuleAgainstC(unittest.TestCase):
         return proc
 
     def test_port_matches_the_c_rule(self):
-        for n, k in ((4096, 4096), (4096, 14336), (2048, 4096), (1024, 4096)):
+        for n, k in ((4096, 4096), (4096, 14336), (8192, 4096), (1024, 4096)):
             proc = self.rule_lines("--sm", "70", "--family", "all", "--n", str(n), "--k", str(k),
                                    "--rows", ",".join(map(str, self.ROWS)))
             self.assertEqual(proc.returncode, 0, proc.stderr)
@@ -312,15 +312,17 @@ class Rule(unittest.TestCase):
 
     def test_mid_prefill_and_dq_boundaries(self):
         r = vc.sm70_rule
-        self.assertEqual(r("fp8", 17, 4096), "cuda.dense.mid.m64n64k128.s2.sk1")      # s4 is 118784 B
+        self.assertEqual(r("fp8", 33, 4096), "cuda.dense.mid.m64n64k128.s2.sk1")      # s4 is 118784 B
         # s4 fits too (86016 B) but SM70 takes two stages first: two blocks per SM
         self.assertEqual(r("nvfp4", 33, 4096), "cuda.dense.mid.m64n64k128.s2.sk1")
-        # the 4-bit families at 17-32 rows: the 32-token mid decode plan, the
-        # fewest splits that make 64 blocks of 64 weight rows (D52)
-        self.assertEqual(r("nvfp4", 17, 4096), self.D + "m32n64wn4wk1.u2.sk1")
-        self.assertEqual(r("awq", 32, 2048), self.D + "m32n64wn4wk1.u2.sk2")
+        # the quantized families at 17-32 rows: the 32-token mid decode plan, the
+        # fewest splits that make 128 blocks of 64 weight rows, 4 at most (D52)
+        self.assertEqual(r("nvfp4", 17, 8192), self.D + "m32n64wn4wk1.u2.sk1")
+        self.assertEqual(r("nvfp4", 17, 4096), self.D + "m32n64wn4wk1.u2.sk2")
+        self.assertEqual(r("awq", 32, 2048), self.D + "m32n64wn4wk1.u2.sk4")
         self.assertEqual(r("mxfp4", 32, 1024), self.D + "m32n64wn4wk1.u2.sk4")
-        self.assertEqual(r("fp8", 32, 4096), "cuda.dense.mid.m64n64k128.s2.sk1")
+        self.assertEqual(r("fp8", 32, 4096), self.D + "m32n64wn4wk1.u2.sk2")
+        self.assertEqual(r("fp16", 32, 4096), vc.DQBLAS_ID)
         self.assertEqual(r("fp8", 64, 4096), "cuda.dense.mid.m64n64k128.s2.sk1")
         self.assertEqual(r("fp8", 64, 1024), "cuda.dense.mid.m64n64k128.s2.sk2")      # 16 N tiles of 64 < 64
         self.assertEqual(r("fp8", 65, 4096), self.D + "m64n64wn4wk1.u2.sk1")          # mid decode
