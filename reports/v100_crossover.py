@@ -177,6 +177,9 @@ DENSE_PLAN_LIST = (
     ("DECODE_WN", (64, 64, 4, 2, 2, 1, 256)),
     ("DECODE_WN", (64, 64, 4, 2, 2, 2, 256)),
     ("DECODE_WN", (64, 128, 8, 1, 4, 4, 256)),
+    ("DECODE_WN", (32, 64, 4, 1, 2, 1, 256)),
+    ("DECODE_WN", (32, 64, 4, 1, 2, 2, 256)),
+    ("DECODE_WN", (32, 64, 4, 1, 2, 4, 256)),
     ("TILED", ("mid", 64, 64, 128, 4, 1, 64, 2, 2, 1)),
     ("TILED", ("mid", 64, 64, 128, 4, 2, 64, 2, 2, 1)),
     ("TILED", ("prefill", 128, 128, 64, 3, 1, 0, 2, 4, 1)),
@@ -288,6 +291,9 @@ def sm70_rule(family, m, n):
             return (_first_that_fits(family, [d + "m16n16w8.u4.sk1", d + "m16n16w8.u2.sk1", d + "m16n32w4.u2.sk2"])
                     if big else _first_that_fits(family, [d + "m8n16w16.u2.sk1", d + "m8n32w4.u2.sk2"]))
         return d + ("m16n32w4.u2.sk4" if big else "m8n32w4.u2.sk4")
+    if family != "fp16" and 16 < m <= 32:
+        tiles64 = -(-n // 64)
+        return d + "m32n64wn4wk1.u2." + ("sk1" if tiles64 >= 128 else "sk2" if tiles64 >= 64 else "sk4")
     if family != "fp16" and 64 < m <= (256 if n < 2048 else 128):
         return d + ("m64n64wn4wk1.u2.sk2" if n < 2048 else "m64n64wn4wk1.u2.sk1")
     if m <= 64:

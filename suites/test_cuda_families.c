@@ -9,7 +9,7 @@
 static void run_family(vg_family f)
 {
     static const int32_t dense[][3] = {{1, 256, 384}, {7, 136, 416}, {16, 512, 1024},
-                                       {40, 128, 256}, {130, 192, 512}};
+                                       {40, 128, 256}, {130, 192, 512}, {24, 136, 416}};
     for (size_t i = 0; i < sizeof dense / sizeof dense[0]; i++) {
         tc_case c;
         tc_make(&c, f, VG_PATH_DENSE, dense[i][0], dense[i][1], dense[i][2], 1, NULL, 500 + i);

@@ -116,7 +116,7 @@ static void test_dense_every_plan(void **state)
     static const int32_t shapes[][3] = {
         {1, 256, 384}, {7, 200, 392}, {16, 512, 1024}, {3, 130, 200},
         {33, 256, 512}, {64, 128, 256}, {100, 300, 264}, {5, 64, 4096},
-        {40, 128, 128}, {40, 128, 192},
+        {40, 128, 128}, {40, 128, 192}, {24, 136, 392},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         tc_case c;
@@ -557,7 +557,8 @@ static void test_heuristic_fits_every_arch(void **state)
  * tile above (below N = 2048 the 16-row tiles to 64 rows); SM70/75 keep
  * the tiled mid and prefill plans but at 65-128 rows (65-256 below N =
  * 2048), where the quantized families take the mid decode plans (the V100
- * model, D38).  Needs no device. */
+ * model, D38), and at 17-32 rows, where the quantized families take the
+ * 32-token mid decode plan (D52).  Needs no device. */
 static void test_rule_mid_rows(void **state)
 {
     (void)state;
@@ -581,23 +582,41 @@ static void test_rule_mid_rows(void **state)
             assert_int_equal(h->kind, m >= VG_CUDA_DQBLAS_ROWS_SM80 || f == VG_FAMILY_FP16
                                           ? VG_KIND_DEQUANT_BLAS
                                           : VG_KIND_DECODE);
-            /* SM70 (the V100 model, KERNELS.md D38): the quantized
-             * families' mid decode plans at 65-128 rows, the tiled plans
-             * elsewhere (and for fp16) */
+            /* SM70 (the V100 model, KERNELS.md D38, D52): the quantized
+             * families' mid decode plans at 65-128 rows and the 32-token
+             * one at 17-32, the tiled plans elsewhere (and for fp16) */
+            const int quantized = f != VG_FAMILY_FP16;
             h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_DENSE, m, 4096, 4096, 96 << 10, 0, 7, NULL);
             assert_non_null(h);
             assert_true(vg_cuda_plan_smem(h, (vg_family)f) <= 96 << 10);
-            if (f == VG_FAMILY_FP16 || m <= 64 || m > 128) {
+            if (quantized && m <= 32) {
+                assert_int_equal(h->kind, VG_KIND_DECODE);
+                assert_int_equal(h->tile_m, 32);
+                assert_true(vg_plan_offered(h, (vg_family)f, VG_PATH_DENSE, m));
+            } else if (f == VG_FAMILY_FP16 || m <= 64 || m > 128) {
                 assert_int_equal(h->kind, VG_KIND_TILED);
             } else {
                 assert_int_equal(h->kind, VG_KIND_DECODE);
                 assert_int_equal(h->tile_m, 64);
                 assert_true(vg_plan_offered(h, (vg_family)f, VG_PATH_DENSE, m));
             }
-            /* N = 1024 on SM70: the mid tile to 64 rows, mid decode split 2 above */
+            /* N = 1024 on SM70: the quantized families' 32-token mid
+             * decode plan to 32 rows, the mid tile to 64, mid decode split
+             * 2 above */
             h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_LOOP, m, 1024, 4096, 96 << 10, 0, 7, NULL);
-            assert_int_equal(h->kind, f != VG_FAMILY_FP16 && m > 64 && m <= 256 ? VG_KIND_DECODE
-                                                                                : VG_KIND_TILED);
+            assert_int_equal(h->kind, quantized && (m <= 32 || (m > 64 && m <= 256))
+                                          ? VG_KIND_DECODE
+                                          : VG_KIND_TILED);
+            /* the 32-token plan at 17-32 rows: the fewest splits (4 at
+             * most) that make 128 blocks or more of 64 weight rows (N =
+             * 8192: 1, 4096: 2, 2048 and 1024: 4), more than one block per
+             * V100 SM (80) where N allows */
+            for (int32_t n = 1024; quantized && m <= 32 && n <= 16384; n *= 2) {
+                h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_DENSE, m, n, 4096, 96 << 10, 0, 7, NULL);
+                assert_int_equal(h->tile_m, 32);
+                const int32_t blocks = (n / 64) * h->split_k;
+                assert_true((blocks >= 128 || h->split_k == 4) && (h->split_k == 1 || blocks / 2 < 128));
+            }
             /* N = 1024 (wo_a's groups): the 16-row tiles to 64 rows */
             h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_LOOP, m, 1024, 4096, smem, 0, 9, NULL);
             assert_non_null(h);
@@ -654,7 +673,9 @@ static void test_rule_sm70_two_stages(void **state)
  * 17 rows: no grouped token tile is smaller), two K groups to 64 rows
  * (fp16: 128), but fp8's two 16-row tiles (32 weight rows a block) to 32
  * rows; above, the
- * dequantize + cuBLAS kind where offered; SM70 keeps the grouped mid tile. */
+ * dequantize + cuBLAS kind where offered; SM70 keeps the grouped mid tile
+ * but for the quantized families at 17-32 rows (the grouped 32-token mid
+ * decode plan, D52). */
 static void test_rule_grouped_rows(void **state)
 {
     (void)state;
@@ -689,8 +710,15 @@ static void test_rule_grouped_rows(void **state)
             /* without the dequantize + cuBLAS kind, above that: the mid tile */
             h = vg_cuda_heuristic_for(fam, VG_PATH_MOE, m, 1024, 4096, smem, 0, 9, NULL);
             assert_int_equal(h->kind, m <= last ? VG_KIND_DECODE : VG_KIND_TILED);
+            /* SM70: the grouped mid tile, but the quantized families'
+             * grouped 32-token mid decode plan at 17-32 rows (D52) */
             h = vg_cuda_heuristic_for(fam, VG_PATH_MOE, m, 1024, 4096, 96 << 10, 0, 7, NULL);
-            assert_int_equal(h->kind, VG_KIND_TILED);
+            if (m <= 32 && fam != VG_FAMILY_FP16) {
+                assert_string_equal(h->id, "cuda.grouped.decode.m32n64wn4wk1.u2.sk1");
+                assert_true(vg_plan_offered(h, fam, VG_PATH_MOE, m));
+            } else {
+                assert_int_equal(h->kind, VG_KIND_TILED);
+            }
         }
 }
 

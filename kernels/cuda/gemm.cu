@@ -422,7 +422,8 @@ const vg_plan *vg_cuda_routing_plan(vg_family f, vg_path path, int32_t rows, int
  * SM80+.  Grouped and moe above 16 rows per group on SM80+: the grouped
  * mid decode plans to 256 rows (fp16 to 128; D37).  On SM70/75, the
  * quantized families, by the V100 model (D38): the mid decode plans at
- * 65-128 rows (N < 2048: 65-256).  Elsewhere (the rest of SM70/75, fp16
+ * 65-128 rows (N < 2048: 65-256), and the 32-token mid decode plans at
+ * 17-32 rows, dense and per group (D52).  Elsewhere (the rest of SM70/75, fp16
  * without cuBLAS, above 256 rows) <= 64 rows: the mid tile; above: the
  * prefill tile.  Where the preferred
  * plan needs more shared memory than the device has (the 8- and 16-warp
@@ -468,6 +469,13 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
      * (H100, D36: 14.7 us at M=32 against 22.0 for the best decode plan) */
     if (dq_rows > 0 && (rows >= dq_rows || (f == VG_FAMILY_FP16 && rows > 16)))
         return by_id(grouped ? "cuda.grouped.dqcublas" : "cuda.dense.dqcublas");
+    /* SM70/75, the quantized families at 17-32 rows per group (past the
+     * routing row): the grouped 32-token mid decode plan, one launch, as
+     * the dense rule below (D52; V100 model of wo_a as a dense N = 8192
+     * stand-in: awq 28.6 us against the grouped mid tile's 60.7, nvfp4
+     * 28.4 / 58.1, mxfp4 33.1 / 61.7, fp8 41.4 / 64.9) */
+    if (grouped && sm_major < 8 && f != VG_FAMILY_FP16 && rows > 16 && rows <= 32)
+        return by_id("cuda.grouped.decode.m32n64wn4wk1.u2.sk1");
     if (grouped) {
         if (rows > 16)
             return first_tiled_that_fits(f, smem_limit, sm_major,
@@ -533,10 +541,31 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
      * plans are modelled 1.8-2.4x faster (fp8 4096^2: 56 against 118 us;
      * N = 1024: 16 against 118).  The model's kinds are off by up to ~1.5x
      * from each other where a GPU could check it (the H100), so the rows
-     * where it says 1.05-1.5x (the mid tile at 17-64, the prefill tile at
+     * where it says 1.05-1.5x (the mid tile at 33-64, the prefill tile at
      * 129-255) keep their tiled plans until a V100 says otherwise.  A T4
      * (also major 7, 40 SMs, not modelled) takes the same rows: the prefill
      * tile's 32 blocks fill it, the mid decode plans' 128 do too. */
+    /* SM70/75, the quantized families at 17-32 rows: the 32-token mid
+     * decode plan, W decoded once for all the rows and streamed as at
+     * decode sizes, where the mid tile computes 64 rows for them and the
+     * 16-row tiles decode W twice.  Split K so that there are 128 blocks
+     * or more (1.6 per V100 SM; split 4 at most): one block of 4 warps per
+     * SM leaves each scheduler one warp and no latency hidden, which the
+     * V100 model cannot see; on the H100 (D52) the same kernel at N = K =
+     * 4096, M = 32 took 19.0-20.3 us with 64 blocks, 17.0-19.4 with 128
+     * (one per SM there) and 11.5-12.8 with 256.  V100 model at N = K =
+     * 4096, M = 32 (D52): awq 15.9 us against the mid tile's 30.4, nvfp4
+     * 15.8 / 29.0, mxfp4 18.1 / 30.9, fp8 23.4 / 32.5 (1.4-1.9x, at K =
+     * 14336 1.5-2.1x).  Below D38's ~2x bar for fp8, taken all the same:
+     * the mid tile there makes 64 blocks of 4 warps, as exposed to latency
+     * as this plan at split 1 (the H100 figures above), which the model
+     * misses for both. */
+    if (sm_major < 8 && f != VG_FAMILY_FP16 && rows > 16 && rows <= 32) {
+        const int tiles64 = ceil_div(n, 64);
+        return by_id(tiles64 >= 128  ? "cuda.dense.decode.m32n64wn4wk1.u2.sk1"
+                     : tiles64 >= 64 ? "cuda.dense.decode.m32n64wn4wk1.u2.sk2"
+                                     : "cuda.dense.decode.m32n64wn4wk1.u2.sk4");
+    }
     if (sm_major < 8 && f != VG_FAMILY_FP16 && rows > 64 && rows <= (n < 2048 ? 256 : 128))
         return by_id(n < 2048 ? "cuda.dense.decode.m64n64wn4wk1.u2.sk2"
                               : "cuda.dense.decode.m64n64wn4wk1.u2.sk1");

@@ -79,6 +79,11 @@
     DECODE_WN(dense, 64, 64, 4, 2, 2, 1, 256)                                               \
     DECODE_WN(dense, 64, 64, 4, 2, 2, 2, 256)                                               \
     DECODE_WN(dense, 64, 128, 8, 1, 4, 4, 256)                                              \
+    /* 32 tokens, W decoded once for 17-32 rows: SM70/75's rule there for   */      \
+    /* the 4-bit families (V100 model, KERNELS.md D52)                       */      \
+    DECODE_WN(dense, 32, 64, 4, 1, 2, 1, 256)                                               \
+    DECODE_WN(dense, 32, 64, 4, 1, 2, 2, 256)                                               \
+    DECODE_WN(dense, 32, 64, 4, 1, 2, 4, 256)                                               \
     TILED(dense, mid, 64, 64, 128, 4, 1, 64, 2, 2, 1)                                   \
     TILED(dense, mid, 64, 64, 128, 4, 2, 64, 2, 2, 1)                                   \
     TILED(dense, prefill, 128, 128, 64, 3, 1, 0, 2, 4, 1)                               \
@@ -108,6 +113,9 @@
     DECODE(grouped, 16, 16, 8, 4, 1, 16)                                                    \
     DECODE_WN(grouped, 64, 64, 4, 1, 2, 1, 256)                                             \
     DECODE_WN(grouped, 64, 64, 4, 2, 2, 1, 256)                                             \
+    /* the grouped twin of the 32-token plan: SM70/75's 4-bit families at   */      \
+    /* 17-32 rows per group (KERNELS.md D52)                                 */      \
+    DECODE_WN(grouped, 32, 64, 4, 1, 2, 1, 256)                                             \
     TILED(grouped, mid, 64, 64, 128, 4, 1, 0, 2, 2, 1)                                  \
     TILED(grouped, mid, 64, 64, 128, 2, 1, 0, 2, 2, 1)                                  \
     TILED(grouped, mid, 64, 64, 64, 3, 1, 0, 2, 2, 1)                                   \

@@ -215,7 +215,7 @@ def voltgate_tool():
 class RuleAgainstC(unittest.TestCase):
     """v100_crossover.sm70_rule against the C rule itself (`voltgate plans
     --rule --sm 70`, vg_cuda_heuristic_for with a V100's shared memory and
-    the dequantize + cuBLAS kind offered), over every family, three N, and
+    the dequantize + cuBLAS kind offered), over every family, four N, and
     rows on both sides of every threshold: two implementations, one
     answer."""
     ROWS = [1, 2, 4, 8, 9, 15, 16, 17, 24, 31, 32, 33, 48, 63, 64, 65, 96, 127, 128, 129, 192,
@@ -232,7 +232,7 @@ class RuleAgainstC(unittest.TestCase):
         return proc
 
     def test_port_matches_the_c_rule(self):
-        for n, k in ((4096, 4096), (4096, 14336), (1024, 4096)):
+        for n, k in ((4096, 4096), (4096, 14336), (8192, 4096), (1024, 4096)):
             proc = self.rule_lines("--sm", "70", "--family", "all", "--n", str(n), "--k", str(k),
                                    "--rows", ",".join(map(str, self.ROWS)))
             self.assertEqual(proc.returncode, 0, proc.stderr)
@@ -273,7 +273,7 @@ class Drift(unittest.TestCase):
         self.assertEqual((p["kind"], p["tile"], p["tile_k"], p["max_rows"]), ("tiled prefill", "prefill.m64n64k64.s3",
                                                                              64, 0))
         self.assertEqual(vc.PLANS[vc.DQBLAS_ID]["min_rows"], 17)
-        self.assertEqual(len(vc.PLANS), 32)   # 31 kernel plans + dqcublas
+        self.assertEqual(len(vc.PLANS), 35)   # 34 kernel plans + dqcublas
 
     def test_min_rows_and_dq_constants(self):
         gemm = read(os.path.join(ROOT, "kernels", "cuda", "gemm.cu"))
@@ -312,9 +312,17 @@ class Rule(unittest.TestCase):
 
     def test_mid_prefill_and_dq_boundaries(self):
         r = vc.sm70_rule
-        self.assertEqual(r("fp8", 17, 4096), "cuda.dense.mid.m64n64k128.s2.sk1")      # s4 is 118784 B
+        self.assertEqual(r("fp8", 33, 4096), "cuda.dense.mid.m64n64k128.s2.sk1")      # s4 is 118784 B
         # s4 fits too (86016 B) but SM70 takes two stages first: two blocks per SM
-        self.assertEqual(r("nvfp4", 17, 4096), "cuda.dense.mid.m64n64k128.s2.sk1")
+        self.assertEqual(r("nvfp4", 33, 4096), "cuda.dense.mid.m64n64k128.s2.sk1")
+        # the quantized families at 17-32 rows: the 32-token mid decode plan, the
+        # fewest splits that make 128 blocks of 64 weight rows, 4 at most (D52)
+        self.assertEqual(r("nvfp4", 17, 8192), self.D + "m32n64wn4wk1.u2.sk1")
+        self.assertEqual(r("nvfp4", 17, 4096), self.D + "m32n64wn4wk1.u2.sk2")
+        self.assertEqual(r("awq", 32, 2048), self.D + "m32n64wn4wk1.u2.sk4")
+        self.assertEqual(r("mxfp4", 32, 1024), self.D + "m32n64wn4wk1.u2.sk4")
+        self.assertEqual(r("fp8", 32, 4096), self.D + "m32n64wn4wk1.u2.sk2")
+        self.assertEqual(r("fp16", 32, 4096), vc.DQBLAS_ID)
         self.assertEqual(r("fp8", 64, 4096), "cuda.dense.mid.m64n64k128.s2.sk1")
         self.assertEqual(r("fp8", 64, 1024), "cuda.dense.mid.m64n64k128.s2.sk2")      # 16 N tiles of 64 < 64
         self.assertEqual(r("fp8", 65, 4096), self.D + "m64n64wn4wk1.u2.sk1")          # mid decode
