@@ -194,6 +194,57 @@ static void test_plan_id(void **state)
     free(e);
 }
 
+/* --plan ID,ID runs each listed plan; an id in the list that runs nowhere
+ * (a typo) is named and fails the run, and an empty id is a usage error. */
+static void test_plan_id_list(void **state)
+{
+    (void)state;
+    char *o, *e;
+    assert_int_equal(run(&o, &e, "golden", "verify", "golden/cases/fp8-moe.h5", NULL), 0);
+    /* the plan ids of the first two data rows whose plans differ */
+    char ids[2][128];
+    int nids = 0;
+    const char *line = strstr(o, "\ncase ");
+    assert_non_null(line);
+    for (line = strchr(line + 1, '\n'); line && nids < 2; line = strchr(line + 1, '\n')) {
+        char name[64], backend[16], plan[128];
+        if (sscanf(line + 1, "%63s %15s %127s", name, backend, plan) != 3 || strchr(plan, '('))
+            continue;
+        if (nids == 0 || strcmp(plan, ids[0]) != 0)
+            snprintf(ids[nids++], sizeof ids[0], "%s", plan);
+    }
+    assert_int_equal(nids, 2);
+    free(o);
+    free(e);
+    int alone[2];
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(run(&o, &e, "golden", "verify", "--plan", ids[i], "golden/cases/fp8-moe.h5",
+                             NULL), 0);
+        alone[i] = count_rows(o, " PASS");
+        assert_true(alone[i] > 0);
+        free(o);
+        free(e);
+    }
+    char list[300];
+    snprintf(list, sizeof list, "%s,%s", ids[0], ids[1]);
+    assert_int_equal(run(&o, &e, "golden", "verify", "--plan", list, "golden/cases/fp8-moe.h5", NULL), 0);
+    assert_int_equal(count_rows(o, " PASS"), alone[0] + alone[1]);
+    assert_int_equal(count_rows(o, ids[0]), alone[0]);
+    free(o);
+    free(e);
+    snprintf(list, sizeof list, "%s,cpu.no.such.plan", ids[0]);
+    assert_int_equal(run(&o, &e, "golden", "verify", "--plan", list, "golden/cases/fp8-moe.h5", NULL), 2);
+    assert_int_equal(count_rows(o, " PASS"), alone[0]);
+    assert_non_null(strstr(e, "plan 'cpu.no.such.plan' applies to no case"));
+    free(o);
+    free(e);
+    snprintf(list, sizeof list, "%s,,%s", ids[0], ids[1]);
+    assert_int_equal(run(&o, &e, "golden", "verify", "--plan", list, "golden/cases/fp8-moe.h5", NULL), 2);
+    assert_non_null(strstr(e, "an empty plan id"));
+    free(o);
+    free(e);
+}
+
 /* --backend cuda without a device: "skipped: no CUDA device", exit 77. */
 static void test_cuda_absent_skips(void **state)
 {
@@ -464,6 +515,7 @@ int main(int argc, char **argv)
         T(test_json_rows),
         T(test_shards),
         T(test_plan_id),
+        T(test_plan_id_list),
         T(test_cuda_absent_skips),
         T(test_usage),
         T(test_gen_deterministic),

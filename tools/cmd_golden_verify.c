@@ -16,7 +16,16 @@
 #include "fileio.h"
 #include "voltgate/runtime.h"
 
+/* --plan ID,ID,...: at most this many ids */
+#define VERIFY_MAX_PLAN_IDS 64 /* the usage error below says 64 */
+
 typedef struct verify_out {
+    /* --plan's ids (pointers into the option's value) and the rows each
+     * produced, so that an id that ran nowhere is named */
+    int nplan_ids;
+    const char *plan_id[VERIFY_MAX_PLAN_IDS];
+    size_t plan_id_len[VERIFY_MAX_PLAN_IDS];
+    int plan_id_rows[VERIFY_MAX_PLAN_IDS];
     const char *case_pattern; /* --case: only the rows of matching cases (fnmatch) */
     int case_rows;            /* rows of matching cases, whatever their verdict */
     FILE *json;       /* NULL: no JSON */
@@ -54,6 +63,9 @@ static void json_num(FILE *f, double v)
 static void on_row(const vg_golden_row *r, void *user)
 {
     verify_out *o = user;
+    for (int i = 0; i < o->nplan_ids; i++)
+        if (strlen(r->plan) == o->plan_id_len[i] && !strncmp(r->plan, o->plan_id[i], o->plan_id_len[i]))
+            o->plan_id_rows[i]++;
     if (o->case_pattern && fnmatch(o->case_pattern, r->case_name, 0) != 0)
         return;
     o->case_rows++;
@@ -103,7 +115,7 @@ static void on_row(const vg_golden_row *r, void *user)
 static void verify_help(FILE *out)
 {
     fprintf(out,
-            "usage: voltgate golden verify [--backend auto|cpu|cuda|all] [--plan all|heuristic|ID]\n"
+            "usage: voltgate golden verify [--backend auto|cpu|cuda|all] [--plan all|heuristic|ID[,ID...]]\n"
             "                              [--json FILE] [--shard I/N] [--case PATTERN] PATH...\n\n"
             "Runs every case of every golden file (PATH: files or folders of *.h5) through\n"
             "the runtime and compares with y_ref: relative RMS error and max abs error\n"
@@ -111,7 +123,8 @@ static void verify_help(FILE *out)
             "  --backend  auto (default: cuda when a device is present, else cpu), cpu, cuda,\n"
             "             or all (cpu, plus cuda when present)\n"
             "  --plan     all (default: every plan that applies, vg_gemm_with_plan),\n"
-            "             heuristic (vg_gemm with tuning off), or one plan id\n"
+            "             heuristic (vg_gemm with tuning off), or plan ids, comma-separated\n"
+            "             (voltgate plans lists them; each must run on some case)\n"
             "  --json     also write the rows as {\"tool\":\"golden-verify\",\"rows\":[...]}\n"
             "  --shard    I/N: only the files whose index in the sorted file list is I mod N\n"
             "             (I from 0 to N-1)\n"
@@ -187,6 +200,27 @@ int cmd_golden_verify(int argc, char **argv)
     qsort(files.items, files.count, sizeof(char *), golden_cli_cmp_str);
     backend = tool_backend(backend);
 
+    /* --plan's ids, checked before any device is opened */
+    verify_out vo = {.case_pattern = case_pattern};
+    if (strcmp(plan, "all") && strcmp(plan, "heuristic")) {
+        for (const char *p = plan;;) {
+            const char *end = strchr(p, ',');
+            const size_t len = end ? (size_t)(end - p) : strlen(p);
+            if (len == 0 || vo.nplan_ids == VERIFY_MAX_PLAN_IDS) {
+                golden_cli_list_free(&files);
+                return golden_cli_usage_error("verify",
+                                              len ? "more than 64 plan ids in --plan '%s'"
+                                                  : "an empty plan id in --plan '%s'",
+                                              plan);
+            }
+            vo.plan_id[vo.nplan_ids] = p;
+            vo.plan_id_len[vo.nplan_ids++] = len;
+            if (!end)
+                break;
+            p = end + 1;
+        }
+    }
+
     /* the devices */
     const char *names[2];
     vg_device *devs[2] = {NULL, NULL};
@@ -215,7 +249,6 @@ int cmd_golden_verify(int argc, char **argv)
         }
     }
 
-    verify_out vo = {.case_pattern = case_pattern};
     /* The JSON is gathered in memory and written in one piece at the end
      * (vg_write_file_atomic): a killed run leaves no half file. */
     char *json_text = NULL;
@@ -238,7 +271,7 @@ int cmd_golden_verify(int argc, char **argv)
 
     printf("%-28s %-5s %-36s %10s %10s %-18s %s\n", "case", "bknd", "plan", "rel_rms", "max_abs",
            "tol(rms/abs)", "verdict");
-    int bad_file = 0, plan_ran = 0;
+    int bad_file = 0;
     path_list unusable = {0};
     tool_progress_start(&vo.progress, "golden verify");
     for (size_t i = 0; i < files.count; i++)
@@ -264,7 +297,6 @@ int cmd_golden_verify(int argc, char **argv)
             int ran = 0, failed = 0;
             st = vg_golden_verify_file(devs[d], files.items[i], &f, &opts, on_row, &vo, &ran,
                                        &failed);
-            plan_ran += ran;
             if (st != VG_OK) {
                 fprintf(stderr, "voltgate golden verify: %s (%s): %s\n", files.items[i], names[d],
                         vg_last_error());
@@ -282,11 +314,17 @@ int cmd_golden_verify(int argc, char **argv)
                         "(with this --plan)\n", case_pattern);
         bad_file = 1;
     }
-    if (strcmp(plan, "all") && strcmp(plan, "heuristic") && plan_ran == 0 && !bad_file) {
-        fprintf(stderr, "voltgate golden verify: plan '%s' applies to no case given "
-                        "(or does not exist; see voltgate plans)\n", plan);
+    /* each id must have run somewhere: a typo in a list runs nothing of its own */
+    int idle_ids = 0;
+    for (int i = 0; i < vo.nplan_ids && !bad_file; i++)
+        if (vo.plan_id_rows[i] == 0) {
+            fprintf(stderr, "voltgate golden verify: plan '%.*s' applies to no case given "
+                            "(or does not exist; see voltgate plans)\n",
+                    (int)vo.plan_id_len[i], vo.plan_id[i]);
+            idle_ids++;
+        }
+    if (idle_ids)
         bad_file = 1;
-    }
     printf("%d row(s): %d passed, %d failed%s", vo.rows, vo.rows - vo.failed_rows,
            vo.failed_rows, bad_file ? "; some files could not be used" : "");
     /* Every file named in the summary: the errors above may have scrolled away. */

@@ -207,7 +207,7 @@ typedef struct vg_golden_row {
 
 typedef struct vg_golden_verify_opts {
     const char *backend;      /* "cpu" or "cuda" */
-    const char *plan;         /* "all", "heuristic" or a plan id */
+    const char *plan;         /* "all", "heuristic", or plan ids separated by commas */
 } vg_golden_verify_opts;
 
 /* Called once per row as it is produced. */
@@ -218,8 +218,8 @@ typedef void (*vg_golden_row_fn)(const vg_golden_row *row, void *user);
  * vg_device_plans that applies, through vg_gemm_with_plan (a grouped case
  * above the grouped limit: every moe and every loop plan, the two paths
  * the runtime may reroute it to; its rows note "ran as ..."); `heuristic`:
- * vg_gemm with tuning off; an id: that plan where it applies (*ran counts
- * the rows).  y is poisoned with NaN before every run and a NaN left is a
+ * vg_gemm with tuning off; ids (comma-separated): those plans where they
+ * apply (*ran counts the rows).  y is poisoned with NaN before every run and a NaN left is a
  * failure ("unwritten output").  Returns VG_OK when the runs happened,
  * whatever their verdicts; *failed counts failing rows. */
 struct vg_device;
