@@ -15,6 +15,7 @@
 
 #include "voltgate/formats.h"
 #include "voltgate/runtime.h"
+#include "fileio.h"
 
 #define MAX_PLANS 256
 
@@ -149,22 +150,6 @@ static void run_one(vg_device *dev, const vg_golden_file *f, const vg_golden_cas
     }
 }
 
-/* Whether `id` is one of the comma-separated plan ids of `list`. */
-static int plan_listed(const char *list, const char *id)
-{
-    const size_t n = strlen(id);
-    for (const char *p = list; *p;) {
-        const char *end = strchr(p, ',');
-        const size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == n && !strncmp(p, id, n))
-            return 1;
-        if (!end)
-            break;
-        p = end + 1;
-    }
-    return 0;
-}
-
 /* The runtime configuration for --plan heuristic: tuning off, so vg_gemm
  * takes the heuristic rule (nothing is measured). */
 static const char *HEURISTIC_CONFIG =
@@ -291,7 +276,7 @@ vg_status vg_golden_verify_file(vg_device *dev, const char *file, const vg_golde
             size_t wsb2 = 0;
             for (size_t p = 0; p < np; p++) {
                 size_t need = 0;
-                if (!mode_all && !plan_listed(o->plan, plans[p]->id))
+                if (!mode_all && !vg_list_has(o->plan, plans[p]->id))
                     continue;
                 args.path = plan_path[p];
                 if (args.path != f->path &&
@@ -322,7 +307,7 @@ vg_status vg_golden_verify_file(vg_device *dev, const char *file, const vg_golde
                 fn(&r, user);
         }
         for (size_t p = 0; p < np; p++) {
-            if (!mode_all && !plan_listed(o->plan, plans[p]->id))
+            if (!mode_all && !vg_list_has(o->plan, plans[p]->id))
                 continue;
             vg_golden_row r;
             row_init(&r, file, f, c, backend, rows);

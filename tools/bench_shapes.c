@@ -125,19 +125,6 @@ static int max_tokens(const opts *o, int cap)
     return t;
 }
 
-/* Is id one of the comma-separated ids of list (exactly, not a prefix)? */
-static int id_in_list(const char *list, const char *id)
-{
-    const size_t len = strlen(id);
-    size_t n;
-    for (const char *s = list, *next; s; s = next) {
-        next = vg_list_item(s, &n);
-        if (n == len && !strncmp(s, id, len))
-            return 1;
-    }
-    return 0;
-}
-
 /* The plans --plan forces on one row: every plan of the backend that takes
  * (family, path, rows) for "all", else those named that take it, in the
  * backend's order.  Naming a dense and a grouped plan in one list is how one
@@ -153,7 +140,7 @@ static size_t forced_plans(bench *b, vg_path path, int rows, const vg_plan **out
         return n;
     size_t kept = 0;
     for (size_t i = 0; i < n; i++)
-        if (id_in_list(b->o.plans, out[i]->id))
+        if (vg_list_has(b->o.plans, out[i]->id))
             out[kept++] = out[i];
     return kept;
 }

@@ -203,9 +203,9 @@ int cmd_golden_verify(int argc, char **argv)
     /* --plan's ids, checked before any device is opened */
     verify_out vo = {.case_pattern = case_pattern};
     if (strcmp(plan, "all") && strcmp(plan, "heuristic")) {
-        for (const char *p = plan;;) {
-            const char *end = strchr(p, ',');
-            const size_t len = end ? (size_t)(end - p) : strlen(p);
+        size_t len;
+        for (const char *p = plan, *next; p; p = next) {
+            next = vg_list_item(p, &len);
             if (len == 0 || vo.nplan_ids == VERIFY_MAX_PLAN_IDS) {
                 golden_cli_list_free(&files);
                 return golden_cli_usage_error("verify",
@@ -215,9 +215,6 @@ int cmd_golden_verify(int argc, char **argv)
             }
             vo.plan_id[vo.nplan_ids] = p;
             vo.plan_id_len[vo.nplan_ids++] = len;
-            if (!end)
-                break;
-            p = end + 1;
         }
     }
 

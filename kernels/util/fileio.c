@@ -54,6 +54,18 @@ const char *vg_list_item(const char *s, size_t *len)
     return end ? end + 1 : NULL;
 }
 
+int vg_list_has(const char *list, const char *item)
+{
+    const size_t want = strlen(item);
+    size_t n;
+    for (const char *s = list, *next; s; s = next) {
+        next = vg_list_item(s, &n);
+        if (n == want && !strncmp(s, item, n))
+            return 1;
+    }
+    return 0;
+}
+
 static const char *file_kind(mode_t m)
 {
     return S_ISDIR(m) ? "a folder" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"

@@ -23,6 +23,10 @@ int vg_parse_int(const char *s, size_t len, long long lo, long long hi, long lon
  * last. */
 const char *vg_list_item(const char *s, size_t *len);
 
+/* Whether item is one of the comma-separated items of list, exactly (not a
+ * prefix of one). */
+int vg_list_has(const char *list, const char *item);
+
 /* Opens path for reading without blocking on a FIFO (O_NONBLOCK, cleared
  * after the check) and refuses anything but a regular file, with a message
  * naming what it is ("is a folder, not a file", "is not a regular file (a
