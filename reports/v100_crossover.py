@@ -291,16 +291,14 @@ def sm70_rule(family, m, n):
             return (_first_that_fits(family, [d + "m16n16w8.u4.sk1", d + "m16n16w8.u2.sk1", d + "m16n32w4.u2.sk2"])
                     if big else _first_that_fits(family, [d + "m8n16w16.u2.sk1", d + "m8n32w4.u2.sk2"]))
         return d + ("m16n32w4.u2.sk4" if big else "m8n32w4.u2.sk4")
-    if family != "fp16" and 16 < m <= 32:
+    if family != "fp16" and 16 < m <= 64:
         tiles64 = -(-n // 64)
-        return d + "m32n64wn4wk1.u2." + ("sk1" if tiles64 >= 128 else "sk2" if tiles64 >= 64 else "sk4")
+        return (d + ("m32n64wn4wk1.u2." if m <= 32 else "m64n64wn4wk1.u2.")
+                + ("sk1" if tiles64 >= 128 else "sk2" if tiles64 >= 64 else "sk4"))
     if family != "fp16" and 64 < m <= (256 if n < 2048 else 128):
         return d + ("m64n64wn4wk1.u2.sk2" if n < 2048 else "m64n64wn4wk1.u2.sk1")
-    if m <= 64:
-        sk = "sk1" if -(-n // 64) >= 64 else "sk2"
-        return _first_tiled_that_fits(family, [f"cuda.dense.mid.m64n64k128.s4.{sk}",
-                                               f"cuda.dense.mid.m64n64k128.s2.{sk}",
-                                               "cuda.dense.prefill.m64n64k64.s3.sk1"])
+    # (the C rule's mid tile at 17-64 rows is for fp16 where the
+    # dequantize + cuBLAS kind is not offered: never here)
     return _first_tiled_that_fits(family, ["cuda.dense.prefill.m128n128k64.s3.sk1",
                                            "cuda.dense.prefill.m128n128k64.s2.sk1",
                                            "cuda.dense.prefill.m64n64k64.s3.sk1"])

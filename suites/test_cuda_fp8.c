@@ -582,38 +582,33 @@ static void test_rule_mid_rows(void **state)
             assert_int_equal(h->kind, m >= VG_CUDA_DQBLAS_ROWS_SM80 || f == VG_FAMILY_FP16
                                           ? VG_KIND_DEQUANT_BLAS
                                           : VG_KIND_DECODE);
-            /* SM70 (the V100 model, KERNELS.md D38, D52): the quantized
-             * families' mid decode plans at 65-128 rows and the 32-token
-             * one at 17-32, the tiled plans elsewhere (and for fp16) */
+            /* SM70 (the V100 model, KERNELS.md D38, D52, D53): the
+             * quantized families' mid decode plans, of 32 tokens at 17-32
+             * rows and 64 at 33-128, the tiled plans elsewhere (and for
+             * fp16) */
             const int quantized = f != VG_FAMILY_FP16;
             h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_DENSE, m, 4096, 4096, 96 << 10, 0, 7, NULL);
             assert_non_null(h);
             assert_true(vg_cuda_plan_smem(h, (vg_family)f) <= 96 << 10);
-            if (quantized && m <= 32) {
+            if (quantized && m <= 128) {
                 assert_int_equal(h->kind, VG_KIND_DECODE);
-                assert_int_equal(h->tile_m, 32);
+                assert_int_equal(h->tile_m, m <= 32 ? 32 : 64);
                 assert_true(vg_plan_offered(h, (vg_family)f, VG_PATH_DENSE, m));
-            } else if (f == VG_FAMILY_FP16 || m <= 64 || m > 128) {
-                assert_int_equal(h->kind, VG_KIND_TILED);
             } else {
-                assert_int_equal(h->kind, VG_KIND_DECODE);
-                assert_int_equal(h->tile_m, 64);
-                assert_true(vg_plan_offered(h, (vg_family)f, VG_PATH_DENSE, m));
+                assert_int_equal(h->kind, VG_KIND_TILED);
             }
-            /* N = 1024 on SM70: the quantized families' 32-token mid
-             * decode plan to 32 rows, the mid tile to 64, mid decode split
-             * 2 above */
+            /* N = 1024 on SM70: the quantized families' mid decode plans
+             * to 256 rows */
             h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_LOOP, m, 1024, 4096, 96 << 10, 0, 7, NULL);
-            assert_int_equal(h->kind, quantized && (m <= 32 || (m > 64 && m <= 256))
-                                          ? VG_KIND_DECODE
-                                          : VG_KIND_TILED);
-            /* the 32-token plan at 17-32 rows: the fewest splits (4 at
-             * most) that make 128 blocks or more of 64 weight rows (N =
-             * 8192: 1, 4096: 2, 2048 and 1024: 4), more than one block per
-             * V100 SM (80) where N allows */
-            for (int32_t n = 1024; quantized && m <= 32 && n <= 16384; n *= 2) {
+            assert_int_equal(h->kind, quantized && m <= 256 ? VG_KIND_DECODE : VG_KIND_TILED);
+            /* at 17-64 rows: the fewest splits (4 at most) that make 128
+             * blocks or more of 64 weight rows (N = 8192: 1, 4096: 2, 2048
+             * and 1024: 4), more than one block per V100 SM (80) where N
+             * allows */
+            for (int32_t n = 1024; quantized && m <= 64 && n <= 16384; n *= 2) {
                 h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_DENSE, m, n, 4096, 96 << 10, 0, 7, NULL);
-                assert_int_equal(h->tile_m, 32);
+                assert_int_equal(h->tile_m, m <= 32 ? 32 : 64);
+                assert_true(vg_plan_offered(h, (vg_family)f, VG_PATH_DENSE, m));
                 const int32_t blocks = (n / 64) * h->split_k;
                 assert_true((blocks >= 128 || h->split_k == 4) && (h->split_k == 1 || blocks / 2 < 128));
             }

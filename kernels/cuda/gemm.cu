@@ -541,30 +541,39 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
      * plans are modelled 1.8-2.4x faster (fp8 4096^2: 56 against 118 us;
      * N = 1024: 16 against 118).  The model's kinds are off by up to ~1.5x
      * from each other where a GPU could check it (the H100), so the rows
-     * where it says 1.05-1.5x (the mid tile at 33-64, the prefill tile at
-     * 129-255) keep their tiled plans until a V100 says otherwise.  A T4
+     * where it says 1.05-1.5x (the prefill tile at 129-255) keep their
+     * tiled plans until a V100 says otherwise.  A T4
      * (also major 7, 40 SMs, not modelled) takes the same rows: the prefill
      * tile's 32 blocks fill it, the mid decode plans' 128 do too. */
-    /* SM70/75, the quantized families at 17-32 rows: the 32-token mid
-     * decode plan, W decoded once for all the rows and streamed as at
-     * decode sizes, where the mid tile computes 64 rows for them and the
-     * 16-row tiles decode W twice.  Split K so that there are 128 blocks
-     * or more (1.6 per V100 SM; split 4 at most): one block of 4 warps per
-     * SM leaves each scheduler one warp and no latency hidden, which the
-     * V100 model cannot see; on the H100 (D52) the same kernel at N = K =
-     * 4096, M = 32 took 19.0-20.3 us with 64 blocks, 17.0-19.4 with 128
-     * (one per SM there) and 11.5-12.8 with 256.  V100 model at N = K =
-     * 4096, M = 32 (D52): awq 15.9 us against the mid tile's 30.4, nvfp4
-     * 15.8 / 29.0, mxfp4 18.1 / 30.9, fp8 23.4 / 32.5 (1.4-1.9x, at K =
-     * 14336 1.5-2.1x).  Below D38's ~2x bar for fp8, taken all the same:
-     * the mid tile there makes 64 blocks of 4 warps, as exposed to latency
-     * as this plan at split 1 (the H100 figures above), which the model
-     * misses for both. */
-    if (sm_major < 8 && f != VG_FAMILY_FP16 && rows > 16 && rows <= 32) {
+    /* SM70/75, the quantized families at 17-64 rows: the mid decode plans
+     * of 32 tokens (17-32) and 64 (33-64), W decoded once for all the rows
+     * and streamed as at decode sizes, where the mid tile computes 64 rows
+     * for 17-32 (half of it padding) and the 16-row tiles decode W several
+     * times.  Split K so that there are 128 blocks or more (1.6 per V100
+     * SM; split 4 at most): one block of 4 warps per SM leaves each
+     * scheduler one warp and no latency hidden, which the V100 model
+     * cannot see; on the H100 (D52) the 32-token plan at N = K = 4096,
+     * M = 32 took 19.0-20.3 us with 64 blocks, 17.0-19.4 with 128 (one per
+     * SM there) and 11.5-12.8 with 256.  V100 model (D52, D53): at 17-32
+     * rows awq 15.9 us against the mid tile's 30.4, nvfp4 15.8 / 29.0,
+     * mxfp4 18.1 / 30.9, fp8 23.4 / 32.5 (N = K = 4096, M = 32); at 33-64
+     * rows where N is small, the mid tile's split 2 makes 32 blocks at
+     * N = 1024, this plan's split 4 64 (N = 1024, K = 4096, M = 64: 8.3-8.5
+     * us against 15.3-17.0; K = 14336: 25.6-26.1 against 51.6-57.6), and
+     * level to 1.1x ahead from N = 1536 up.  Below D38's ~2x bar for fp8
+     * at 17-32 and for every family at 33-64 from N = 1536, taken all the
+     * same: the mid tile makes 64 blocks of 4 warps at N = 4096 (32 at
+     * N = 1024), as exposed to latency as these plans at split 1, which
+     * the model misses for both. */
+    if (sm_major < 8 && f != VG_FAMILY_FP16 && rows > 16 && rows <= 64) {
         const int tiles64 = ceil_div(n, 64);
-        return by_id(tiles64 >= 128  ? "cuda.dense.decode.m32n64wn4wk1.u2.sk1"
-                     : tiles64 >= 64 ? "cuda.dense.decode.m32n64wn4wk1.u2.sk2"
-                                     : "cuda.dense.decode.m32n64wn4wk1.u2.sk4");
+        const int fewest_splits = tiles64 >= 128 ? 0 : tiles64 >= 64 ? 1 : 2; /* sk1, sk2, sk4 */
+        static const char *const kMid[2][3] = {
+            {"cuda.dense.decode.m32n64wn4wk1.u2.sk1", "cuda.dense.decode.m32n64wn4wk1.u2.sk2",
+             "cuda.dense.decode.m32n64wn4wk1.u2.sk4"},
+            {"cuda.dense.decode.m64n64wn4wk1.u2.sk1", "cuda.dense.decode.m64n64wn4wk1.u2.sk2",
+             "cuda.dense.decode.m64n64wn4wk1.u2.sk4"}};
+        return by_id(kMid[rows > 32][fewest_splits]);
     }
     if (sm_major < 8 && f != VG_FAMILY_FP16 && rows > 64 && rows <= (n < 2048 ? 256 : 128))
         return by_id(n < 2048 ? "cuda.dense.decode.m64n64wn4wk1.u2.sk2"

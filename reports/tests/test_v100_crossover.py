@@ -312,19 +312,21 @@ class Rule(unittest.TestCase):
 
     def test_mid_prefill_and_dq_boundaries(self):
         r = vc.sm70_rule
-        self.assertEqual(r("fp8", 33, 4096), "cuda.dense.mid.m64n64k128.s2.sk1")      # s4 is 118784 B
-        # s4 fits too (86016 B) but SM70 takes two stages first: two blocks per SM
-        self.assertEqual(r("nvfp4", 33, 4096), "cuda.dense.mid.m64n64k128.s2.sk1")
-        # the quantized families at 17-32 rows: the 32-token mid decode plan, the
-        # fewest splits that make 128 blocks of 64 weight rows, 4 at most (D52)
+        # the quantized families at 17-32 rows: the 32-token mid decode plan, at
+        # 33-64 the 64-token one, the fewest splits that make 128 blocks of 64
+        # weight rows, 4 at most (D52, D53)
+        self.assertEqual(r("fp8", 33, 4096), self.D + "m64n64wn4wk1.u2.sk2")
+        self.assertEqual(r("nvfp4", 48, 8192), self.D + "m64n64wn4wk1.u2.sk1")
+        self.assertEqual(r("awq", 64, 2048), self.D + "m64n64wn4wk1.u2.sk4")
         self.assertEqual(r("nvfp4", 17, 8192), self.D + "m32n64wn4wk1.u2.sk1")
         self.assertEqual(r("nvfp4", 17, 4096), self.D + "m32n64wn4wk1.u2.sk2")
         self.assertEqual(r("awq", 32, 2048), self.D + "m32n64wn4wk1.u2.sk4")
         self.assertEqual(r("mxfp4", 32, 1024), self.D + "m32n64wn4wk1.u2.sk4")
         self.assertEqual(r("fp8", 32, 4096), self.D + "m32n64wn4wk1.u2.sk2")
         self.assertEqual(r("fp16", 32, 4096), vc.DQBLAS_ID)
-        self.assertEqual(r("fp8", 64, 4096), "cuda.dense.mid.m64n64k128.s2.sk1")
-        self.assertEqual(r("fp8", 64, 1024), "cuda.dense.mid.m64n64k128.s2.sk2")      # 16 N tiles of 64 < 64
+        self.assertEqual(r("fp8", 64, 4096), self.D + "m64n64wn4wk1.u2.sk2")
+        self.assertEqual(r("fp8", 64, 1024), self.D + "m64n64wn4wk1.u2.sk4")          # 16 N tiles of 64
+        self.assertEqual(r("fp16", 64, 1024), vc.DQBLAS_ID)
         self.assertEqual(r("fp8", 65, 4096), self.D + "m64n64wn4wk1.u2.sk1")          # mid decode
         self.assertEqual(r("mxfp4", 128, 14336), self.D + "m64n64wn4wk1.u2.sk1")
         self.assertEqual(r("fp8", 129, 4096), "cuda.dense.prefill.m128n128k64.s2.sk1")  # s3 (79872 B) fits too
@@ -357,9 +359,16 @@ class Crossover(unittest.TestCase):
         # prefill 128x128 at 0.5: one wave of 171.3 us
         self.assertAlmostEqual(r["kinds"]["tiled prefill"][0], 128 * 128 * 4096 / (0.5 * FMA_RATE) * US, 6)
         self.assertEqual(r["best"][1], "cuda.dense.mid.m64n64k128.s2.sk1")
-        self.assertEqual(r["rule_plan"], "cuda.dense.mid.m64n64k128.s2.sk1")
-        self.assertAlmostEqual(r["rule_over_best"], 1.0)
-        self.assertFalse(r["flag"])
+        # the rule (33-64 rows, 64 N tiles of 64: split 2, D53) takes the mid
+        # decode plan: 128 blocks = 2 waves of 64 x 2048 fp8 elements at 0.5
+        # x 900e9/80 B/s per SM, then the reduction of 2 partials: 49.8 us,
+        # flagged against this fixture's mid tile at a ceiling of 1.0
+        rule = (2 * 64 * 2048 * (1 + 4 / 16384) / (0.5 * MODEL_BW / 80)
+                + (64 * 4096 * 4 * 2 + 64 * 4096 * 2) / BW) * US
+        self.assertEqual(r["rule_plan"], "cuda.dense.decode.m64n64wn4wk1.u2.sk2")
+        self.assertAlmostEqual(r["rule_us"], rule, 6)
+        self.assertAlmostEqual(r["rule_over_best"], rule / mid, 9)
+        self.assertTrue(r["flag"])
         self.assertAlmostEqual(r["cublas_us"], (4096 * 4096 + 2 * 64 * 4096) * 2 / BW * US, 6)
 
     def test_floor_bounds_how_far_any_kernel_can_beat_cublas(self):
@@ -549,7 +558,10 @@ class Page(unittest.TestCase):
         import report_page
         self.assertEqual(report_page.v100_crossover_section(None), "")
         self.assertEqual(report_page.v100_crossover_section([]), "")
-        html = report_page.v100_crossover_section(Crossover.ROWS)
+        # without the mid tile no row of the fixture is flagged
+        quiet = [r for r in Crossover.ROWS if not r["tile"].startswith("mid.")]
+        self.assertIn('class="bad"', report_page.v100_crossover_section(Crossover.ROWS))  # M=64
+        html = report_page.v100_crossover_section(quiet)
         self.assertIn("V100 crossover (model)", html)
         self.assertIn("lower bounds", html)
         self.assertIn("Modelled, not measured", html)
