@@ -443,7 +443,9 @@ typedef struct set_entry {
  * padding rows, and the 17-48 rows the CUDA rule sends to them on SM70/75
  * and to the 16-row tiles on SM80+ (kernels/cuda/KERNELS.md D36, D52, D53) */
 static const int32_t DENSE_M[] = {1, 2, 3, 6, 16, 24, 40, 64, 65, 256};
-static const int32_t DENSE_M_SHORT[] = {1, 6, 65};
+/* the aligned and FP16-output files: the kernels' whole-step (vector) loops,
+ * which the ragged shapes above never enter, at 24 and 40 rows too */
+static const int32_t DENSE_M_SHORT[] = {1, 6, 24, 40, 65};
 static const int32_t GROUP_T[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 32};
 static const int32_t WO_A_T[] = {6};
 /* moe routings over 8 experts: uneven with empty experts, one hot expert,
