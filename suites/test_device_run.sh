@@ -113,5 +113,57 @@ SH
 chmod +x "$tmp/repo/ci/sm70"
 case "$(volta_line)" in *"2 objects): rc=0"*"6 row(s): 6 passed, 0 failed"*) ;; *) fail "volta: '$(volta_line)'" ;; esac
 
+# The plans phase: skipped without PLANS; with it, each SANITIZE_TOOLS tool
+# over `golden verify --plan PLANS golden/cases` on BUILD's voltgate, and on
+# the Volta build's with VG_CUDA_PDL=0 where the volta phase left one; a
+# failing run's line carries its rc and whose kernels the reports are in.
+cp "$here/ci/sanitizer-owners" "$tmp/repo/ci/"
+cat > "$tmp/bin/compute-sanitizer" <<'SH'
+#!/bin/bash
+while [ $# -gt 0 ] && [ "$1" != --error-exitcode ]; do shift; done
+shift 2
+"$@"
+if [ -n "${FAKE_SAN_FAIL:-}" ]; then
+    echo "========= Invalid __global__ read of size 4 bytes"
+    echo "=========     at void vg_decode_kernel<DeqFP8, 1, 1, 6, 2, 4>(VgKernelParams)+0x10"
+    echo "========= ERROR SUMMARY: 1 error"
+    exit 9
+fi
+echo "========= ERROR SUMMARY: 0 errors"
+SH
+for b in build-gpu build-sm70run; do
+    mkdir -p "$tmp/repo/$b/bin"
+    cat > "$tmp/repo/$b/bin/voltgate" <<SH
+#!/bin/bash
+echo "$b PDL=\${VG_CUDA_PDL:-unset} \$*" >> "$tmp/calls"
+echo "3 row(s): 3 passed, 0 failed"
+SH
+    chmod +x "$tmp/repo/$b/bin/voltgate"
+done
+plans_run() { # env assignments for the call
+    rm -rf "$tmp/out" "$tmp/calls" && mkdir -p "$tmp/out"
+    (cd "$tmp/repo" && env PATH="$tmp/bin:$PATH" OUT="$tmp/out" SANITIZE_TOOLS=memcheck "$@" \
+        ci/device-run plans > /dev/null 2>&1)
+}
+plans_run
+grep -q '^plans: skipped: set PLANS' "$tmp/out/summary.txt" || fail "plans without PLANS: $(cat "$tmp/out/summary.txt")"
+mv "$tmp/repo/build-sm70run" "$tmp/repo/volta-away"
+plans_run PLANS=cuda.dense.decode.a,cuda.dense.decode.b
+grep -q '^plans: no Volta build' "$tmp/out/summary.txt" || fail "plans, no Volta build: $(cat "$tmp/out/summary.txt")"
+grep -q '^plans memcheck build-gpu: rc=0 .*ERROR SUMMARY: 0 errors' "$tmp/out/summary.txt" ||
+    fail "plans native line: $(cat "$tmp/out/summary.txt")"
+grep -q '3 row(s): 3 passed' "$tmp/out/summary.txt" || fail "plans: no row count in the summary"
+grep -qx 'build-gpu PDL=unset golden verify --backend cuda --plan cuda.dense.decode.a,cuda.dense.decode.b golden/cases' \
+    "$tmp/calls" || fail "plans native call: $(cat "$tmp/calls")"
+mv "$tmp/repo/volta-away" "$tmp/repo/build-sm70run"
+plans_run PLANS=cuda.dense.decode.a
+grep -q '^plans memcheck build-sm70run (VG_CUDA_PDL=0): rc=0' "$tmp/out/summary.txt" ||
+    fail "plans Volta line: $(cat "$tmp/out/summary.txt")"
+grep -q '^build-sm70run PDL=0 golden verify --backend cuda --plan cuda.dense.decode.a golden/cases' "$tmp/calls" ||
+    fail "plans Volta call: $(cat "$tmp/calls")"
+plans_run PLANS=cuda.dense.decode.a FAKE_SAN_FAIL=1
+grep -q '^plans memcheck build-gpu: rc=9 .*1 error.*fp8 decode.m48' "$tmp/out/summary.txt" ||
+    fail "plans failing line: $(cat "$tmp/out/summary.txt")"
+
 [ "$fails" = 0 ] && echo "test_device_run: ok" || echo "test_device_run: $fails failure(s)"
 [ "$fails" = 0 ]
