@@ -295,7 +295,7 @@ def sm70_rule(family, m, n):
         tiles64 = -(-n // 64)
         return (d + ("m32n64wn4wk1.u2." if m <= 32 else "m64n64wn4wk1.u2.")
                 + ("sk1" if tiles64 >= 128 else "sk2" if tiles64 >= 64 else "sk4"))
-    if family != "fp16" and 64 < m <= (256 if n < 2048 else 128):
+    if family != "fp16" and 64 < m <= (256 if n <= 2560 else 128):
         return d + ("m64n64wn4wk1.u2.sk2" if n < 2048 else "m64n64wn4wk1.u2.sk1")
     # (the C rule's mid tile at 17-64 rows is for fp16 where the
     # dequantize + cuBLAS kind is not offered: never here)

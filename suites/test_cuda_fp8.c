@@ -601,6 +601,19 @@ static void test_rule_mid_rows(void **state)
              * to 256 rows */
             h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_LOOP, m, 1024, 4096, 96 << 10, 0, 7, NULL);
             assert_int_equal(h->kind, quantized && m <= 256 ? VG_KIND_DECODE : VG_KIND_TILED);
+            /* N = 2048-2560 on SM70: the mid decode plans to 256 rows too,
+             * split 1 above 64 rows (the prefill tile's 129-256 rows make
+             * at most 40 blocks there, D55); from N = 2624 to 128 rows */
+            static const int32_t mid_n[] = {2048, 2560, 2624};
+            for (size_t i = 0; i < sizeof mid_n / sizeof mid_n[0]; i++) {
+                const int32_t n = mid_n[i], top = n <= 2560 ? 256 : 128;
+                h = vg_cuda_heuristic_for((vg_family)f, VG_PATH_DENSE, m, n, 4096, 96 << 10, 0, 7, NULL);
+                assert_int_equal(h->kind, quantized && m <= top ? VG_KIND_DECODE : VG_KIND_TILED);
+                if (quantized && m > 64 && m <= top) {
+                    assert_int_equal(h->split_k, 1);
+                    assert_true(vg_plan_offered(h, (vg_family)f, VG_PATH_DENSE, m));
+                }
+            }
             /* at 17-64 rows: the fewest splits (4 at most) that make 128
              * blocks or more of 64 weight rows (N = 8192: 1, 4096: 2, 2048
              * and 1024: 4), more than one block per V100 SM (80) where N

@@ -422,7 +422,7 @@ const vg_plan *vg_cuda_routing_plan(vg_family f, vg_path path, int32_t rows, int
  * SM80+.  Grouped and moe above 16 rows per group on SM80+: the grouped
  * mid decode plans to 256 rows (fp16 to 128; D37).  On SM70/75, the
  * quantized families, by the V100 model (D38): the mid decode plans at
- * 65-128 rows (N < 2048: 65-256), and the 32-token mid decode plans at
+ * 65-128 rows (N <= 2560: 65-256, D55), and the 32-token mid decode plans at
  * 17-32 rows, dense and per group (D52).  Elsewhere (the rest of SM70/75, fp16
  * without cuBLAS, above 256 rows) <= 64 rows: the mid tile; above: the
  * prefill tile.  Where the preferred
@@ -534,7 +534,7 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
         return by_id("cuda.dense.decode.m64n64wn4wk1.u2.sk1");
     }
     /* SM70/75, the quantized families at 65-128 rows (N >= 2048) or 65-256
-     * (N < 2048): the mid decode plans, by the V100 model (reports/
+     * (N < 2048; D55 below takes N <= 2560): the mid decode plans, by the V100 model (reports/
      * v100_crossover.py on the sm_70 SASS; a model, no V100 measurement;
      * KERNELS.md D38).  There the 128 x 128 prefill tile fills 32 of a
      * V100's 80 SMs (N = 4096, 128 rows; 8 at N = 1024), and the mid decode
@@ -575,7 +575,14 @@ const vg_plan *vg_cuda_heuristic_for(vg_family f, vg_path path, int32_t rows, in
              "cuda.dense.decode.m64n64wn4wk1.u2.sk4"}};
         return by_id(kMid[rows > 32][fewest_splits]);
     }
-    if (sm_major < 8 && f != VG_FAMILY_FP16 && rows > 64 && rows <= (n < 2048 ? 256 : 128))
+    /* To 256 rows where N <= 2560 (D38: N < 2048; D55): at 129-255 rows the
+     * prefill tile makes 2 x N/128 blocks, at most 40 there on a V100's
+     * 80 SMs, and the mid decode plan's 4 token tiles of N/64 fit two
+     * waves: modelled 1.8-2.1x ahead (N = 2048, K = 4096, 160 rows: nvfp4
+     * 55 against 98 us, fp8 56 against 116).  From N = 2624 its blocks
+     * take a third wave and the prefill tile fills more SMs: 0.9-1.8x,
+     * within the model's error, so those rows keep the tiled plan. */
+    if (sm_major < 8 && f != VG_FAMILY_FP16 && rows > 64 && rows <= (n <= 2560 ? 256 : 128))
         return by_id(n < 2048 ? "cuda.dense.decode.m64n64wn4wk1.u2.sk2"
                               : "cuda.dense.decode.m64n64wn4wk1.u2.sk1");
     if (rows <= 64)

@@ -218,8 +218,8 @@ class RuleAgainstC(unittest.TestCase):
     the dequantize + cuBLAS kind offered), over every family, four N, and
     rows on both sides of every threshold: two implementations, one
     answer."""
-    ROWS = [1, 2, 4, 8, 9, 15, 16, 17, 24, 31, 32, 33, 48, 63, 64, 65, 96, 127, 128, 129, 192,
-            255, 256, 257, 512, 1024, 4096, 8192]
+    ROWS = [1, 2, 4, 8, 9, 15, 16, 17, 24, 31, 32, 33, 48, 63, 64, 65, 96, 127, 128, 129, 144,
+            145, 192, 255, 256, 257, 512, 1024, 4096, 8192]
 
     def rule_lines(self, *args):
         import subprocess
@@ -232,7 +232,8 @@ class RuleAgainstC(unittest.TestCase):
         return proc
 
     def test_port_matches_the_c_rule(self):
-        for n, k in ((4096, 4096), (4096, 14336), (8192, 4096), (1024, 4096)):
+        for n, k in ((4096, 4096), (4096, 14336), (8192, 4096), (1024, 4096), (2048, 4096), (2560, 4096),
+                     (2624, 4096)):
             proc = self.rule_lines("--sm", "70", "--family", "all", "--n", str(n), "--k", str(k),
                                    "--rows", ",".join(map(str, self.ROWS)))
             self.assertEqual(proc.returncode, 0, proc.stderr)
