@@ -21,6 +21,12 @@ ones, 0.74-0.87 for dequantize + cuBLAS).
 
     reports/v100_crossover.py --model build/sm70/model.sm_70.json
     reports/v100_crossover.py --record reports/history/RECORD.json --family fp8
+    reports/v100_crossover.py --model build/sm70/model.sm_70.json --scan --over 1.5
+
+--scan replaces the table with a sweep (every N of SCAN_NS, K 4096 and 14336,
+rows 1-256, 384, 512, 1024) and lists the bands of rows where the SM70 rule's
+pick is modelled over --over x the best plan offered there: the rows to look
+at before changing the rule, and after.
 
 Assumptions (each with its source, or "assumption"):
 
@@ -458,6 +464,61 @@ def crossover(rows, machine="v100", bw_gbs=None, cublas_eff=DEFAULT_CUBLAS_EFF, 
     return out
 
 
+# The scan's grid (--scan): the widths of common layers and their halves
+# and quarters (tensor-parallel splits), two K, and every row count to 256
+# with a few past it, where the rule's branches lie.
+SCAN_NS = (512, 1024, 1536, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 8192, 11008, 14336, 18944, 28672)
+SCAN_KS = (4096, 14336)
+SCAN_MS = tuple(range(1, 257)) + (384, 512, 1024)
+
+
+def scan_bands(results, over=FLAG_RATIO):
+    """The rows of crossover() results where the rule's pick is modelled
+    more than `over` x the best plan, merged into bands: consecutive rows
+    (in the order scanned) of one family and shape with the same rule plan
+    and the same best plan.  Each band: family, n, k, m_first, m_last,
+    rule_plan, best_plan, and the lowest and highest rule_us, best_us and
+    ratio over its rows.  Where to look before changing the SM70 rule, and
+    after: a lower bound against a lower bound (the module's docstring)."""
+    bands, last = [], None
+    for r in results:
+        hit = r["rule_over_best"] is not None and r["rule_over_best"] > over
+        key = (r["family"], r["n"], r["k"], r["rule_plan"], r["best"][1] if r["best"] else None)
+        if not hit:
+            last = None
+            continue
+        if last is not None and last[0] == key:
+            b = last[1]
+        else:
+            b = {"family": r["family"], "n": r["n"], "k": r["k"], "m_first": r["m"], "rule_plan": r["rule_plan"],
+                 "best_plan": key[4], "rule_us": [r["rule_us"]] * 2, "best_us": [r["best"][0]] * 2,
+                 "ratio": [r["rule_over_best"]] * 2}
+            bands.append(b)
+            last = (key, b)
+        b["m_last"] = r["m"]
+        for name, v in (("rule_us", r["rule_us"]), ("best_us", r["best"][0]), ("ratio", r["rule_over_best"])):
+            b[name] = [min(b[name][0], v), max(b[name][1], v)]
+    return bands
+
+
+def format_scan(bands, over, points):
+    def span(lo_hi, fmt):
+        lo, hi = lo_hi
+        return fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else fmt.format(lo) + "-" + fmt.format(hi)
+    head = (f"V100 model scan: {points} points (family x N x K x M); where the SM70 rule's pick is modelled over "
+            f"{over:.2f} x the best plan offered (lower bounds: read up to ~1.5x as within the model's error, "
+            f"kernels/cuda/KERNELS.md D38)")
+    if not bands:
+        return head + "\nnone"
+    lines = [["family", "N x K", "rows", "SM70 rule's pick", "rule us", "best plan", "best us", "rule / best"]]
+    for b in bands:
+        rows = str(b["m_first"]) if b["m_first"] == b["m_last"] else f"{b['m_first']}-{b['m_last']}"
+        lines.append([b["family"], f"{b['n']}x{b['k']}", rows, short(b["rule_plan"]), span(b["rule_us"], "{:.1f}"),
+                      short(b["best_plan"]), span(b["best_us"], "{:.1f}"), span(b["ratio"], "{:.2f}")])
+    widths = [max(len(l[i]) for l in lines) for i in range(len(lines[0]))]
+    return head + "\n" + "\n".join("  ".join(c.ljust(w) for c, w in zip(l, widths)).rstrip() for l in lines)
+
+
 def assumptions_text(s):
     """The assumptions in one paragraph (s: setting()), for the page and the
     table."""
@@ -549,8 +610,20 @@ def main(argv=None):
     ap.add_argument("--cublas-eff", type=float, default=DEFAULT_CUBLAS_EFF,
                     help=f"cuBLAS's share of tensor peak (default {DEFAULT_CUBLAS_EFF:g}, A12)")
     ap.add_argument("--family", action="append", choices=FAMILIES, help="only this family (repeatable)")
+    ap.add_argument("--scan", action="store_true",
+                    help="instead of the crossover table: every N of SCAN_NS (512-28672), K 4096 and 14336, "
+                         "rows 1-256, 384, 512 and 1024, and list the bands of rows where the SM70 rule's pick is "
+                         "modelled over --over x the best plan (v100 only)")
+    ap.add_argument("--over", type=float, default=FLAG_RATIO,
+                    help=f"the scan's threshold, rule time over best (default {FLAG_RATIO:g}; > 1)")
     ap.add_argument("--json", help="write the results as JSON here")
     a = ap.parse_args(argv)
+    if a.scan and a.machine != "v100":
+        ap.error("--scan is of the SM70 rule: --machine v100 only")
+    if not a.over > 1:
+        ap.error(f"--over {a.over:g}: give a ratio above 1")
+    if a.scan:
+        return scan_main(a)
     try:
         rows, model_bw = rows_from_file(a.model or a.record, as_record=bool(a.record))
         s = setting(a.machine, a.bandwidth_gbs, a.cublas_eff, model_bw)
@@ -567,6 +640,28 @@ def main(argv=None):
                "bandwidth_gbs": s["bw"] / 1e9, "model_bandwidth_gbs": s["model_bw"] / 1e9, "cublas_eff": s["eff"],
                "tensor_peak_tflops": tensor_peak_flops(s) / 1e12, "assumptions": assumptions_text(s),
                "rows": results}
+        vgrecord.write_text_atomic(a.json, json.dumps(doc, indent=1))
+    return 0
+
+
+def scan_main(a):
+    families = tuple(a.family) if a.family else FAMILIES
+    try:
+        rows, model_bw = rows_from_file(a.model or a.record, as_record=bool(a.record))
+        s = setting(a.machine, a.bandwidth_gbs, a.cublas_eff, model_bw)
+        shapes = tuple((n, k) for n in SCAN_NS for k in SCAN_KS)
+        results = crossover(rows, a.machine, a.bandwidth_gbs, a.cublas_eff, model_bw, families=families,
+                            shapes=shapes, ms=SCAN_MS)
+    except (ModelError, vgrecord.InputError) as e:
+        print(f"v100_crossover: {e}", file=sys.stderr)
+        return 2
+    bands = scan_bands(results, a.over)
+    print(format_scan(bands, a.over, len(results)))
+    print("\n" + assumptions_text(s))
+    if a.json:
+        doc = {"schema": "voltgate-v100-scan/1", "machine": a.machine, "over": a.over,
+               "points": len(results), "families": list(families), "ns": list(SCAN_NS), "ks": list(SCAN_KS),
+               "assumptions": assumptions_text(s), "bands": bands}
         vgrecord.write_text_atomic(a.json, json.dumps(doc, indent=1))
     return 0
 

@@ -472,6 +472,54 @@ class Crossover(unittest.TestCase):
         self.assertTrue(all(r["best"] for r in res))
 
 
+class Scan(unittest.TestCase):
+    """scan_bands: the rows where the SM70 rule's pick is modelled over the
+    threshold x the best, merged into bands of one rule plan and one best
+    plan.  fp8, N = K = 4096; the mid decode tile at a ceiling of 1.0 (DRAM
+    bound) and the 2-stage 128x128 prefill tile at 0.5."""
+    ROWS = [row("fp8", "decode.m64n64wn4wk1.u2", 1.0), row("fp8", "prefill.m128n128k64.s2", 0.5)]
+
+    def bands(self, ms, over=vc.FLAG_RATIO):
+        return vc.scan_bands(vc.crossover(self.ROWS, families=("fp8",), shapes=((4096, 4096),), ms=ms), over)
+
+    def test_bands(self):
+        b = self.bands(range(120, 258))
+        # 120-128: the rule's pick (mid decode, split 1 from N = 2048) is
+        # the best.  129-255: the rule takes the prefill tile, one wave of
+        # 2 x 32 blocks of 128 x 128 x 4096 at 0.5 of 512 x 1530e6 FMA/s
+        # (171.3 us; its DRAM term, 2 passes, is 42 us); the mid decode
+        # plan at split 1 is DRAM-bound: 3 passes over W to 192 rows, 4
+        # above, X and Y once.  256: the rule's dequantize + cuBLAS (copy
+        # (W + 4096 x 4096 x 2) / BW, then cuBLAS 2MNK / (0.8 peak)) against
+        # the mid decode plan's 4 passes.  257: only the prefill tile (3 M
+        # tiles: 2 waves) and dequantize + cuBLAS are offered, the rule's
+        # pick is the best.
+        prefill = 128 * 128 * 4096 / (0.5 * FMA_RATE) * US
+        mid = lambda m: (-(-m // 64) * FP8_W_4096 + m * 4096 * 2 * 2) / BW * US  # noqa: E731
+        dq = ((FP8_W_4096 + 4096 * 4096 * 2) / BW + 2 * 256 * 4096 * 4096 / (0.8 * PEAK)) * US
+        self.assertEqual([(x["m_first"], x["m_last"], x["rule_plan"], x["best_plan"]) for x in b],
+                         [(129, 255, "cuda.dense.prefill.m128n128k64.s2.sk1", "cuda.dense.decode.m64n64wn4wk1.u2.sk1"),
+                          (256, 256, "cuda.dense.dqcublas", "cuda.dense.decode.m64n64wn4wk1.u2.sk1")])
+        self.assertAlmostEqual(b[0]["rule_us"][0], prefill, 6)
+        self.assertAlmostEqual(b[0]["rule_us"][1], prefill, 6)
+        self.assertAlmostEqual(b[0]["best_us"][0], mid(129), 6)
+        self.assertAlmostEqual(b[0]["best_us"][1], mid(255), 6)
+        self.assertAlmostEqual(b[0]["ratio"][0], prefill / mid(255), 9)
+        self.assertAlmostEqual(b[0]["ratio"][1], prefill / mid(129), 9)
+        self.assertAlmostEqual(b[1]["rule_us"][0], dq, 6)
+        self.assertAlmostEqual(b[1]["ratio"][0], dq / mid(256), 9)
+        self.assertEqual((b[0]["family"], b[0]["n"], b[0]["k"]), ("fp8", 4096, 4096))
+
+    def test_threshold_and_breaks(self):
+        # 256's ratio is 1.70, the 129-255 band's 2.0-2.7: at 1.8 only the band
+        self.assertEqual([(x["m_first"], x["m_last"]) for x in self.bands(range(120, 258), over=1.8)],
+                         [(129, 255)])
+        # a row under the threshold between two flagged rows splits the band
+        b = self.bands((129, 130, 16, 131))
+        self.assertEqual([(x["m_first"], x["m_last"]) for x in b], [(129, 130), (131, 131)])
+        self.assertEqual(self.bands((1, 16, 128)), [])
+
+
 class BadInput(unittest.TestCase):
     def test_errors(self):
         cases = [([], "no model rows"),
@@ -552,6 +600,40 @@ class CommandLine(unittest.TestCase):
         self.assertIn("no v100_model", err)
         rc, _, err = run_cli([])
         self.assertEqual(rc, 2)
+
+
+class ScanCommandLine(unittest.TestCase):
+    setUp, tearDown, write = CommandLine.setUp, CommandLine.tearDown, CommandLine.write
+
+    def test_scan(self):
+        path, js = self.write("m.json", {"schema": "voltgate-sass-model/1", "bandwidth_gbs": 900.0,
+                                         "kernels": Scan.ROWS}), os.path.join(self.dir, "scan.json")
+        rc, out, err = run_cli(["--model", path, "--scan", "--family", "fp8", "--json", js])
+        self.assertEqual(rc, 0, err)
+        n_points = len(vc.SCAN_NS) * len(vc.SCAN_KS) * len(vc.SCAN_MS)
+        self.assertIn(f"V100 model scan: {n_points} points", out)
+        line = [l for l in out.splitlines() if l.startswith("fp8  ") and " 4096x4096 " in l and " 129-255 " in l]
+        self.assertEqual(len(line), 1, out)
+        self.assertIn("prefill.m128n128k64.s2.sk1", line[0])
+        self.assertIn("decode.m64n64wn4wk1.u2.sk1", line[0])
+        got = json.loads(read(js))
+        self.assertEqual(got["schema"], "voltgate-v100-scan/1")
+        self.assertEqual(got["points"], n_points)
+        self.assertIn({"m_first": 129, "m_last": 255}, [{k: b[k] for k in ("m_first", "m_last")} for b in got["bands"]
+                                                        if (b["n"], b["k"]) == (4096, 4096)])
+        # nothing over 100x: the scan says so
+        rc, out, _ = run_cli(["--model", path, "--scan", "--family", "fp8", "--over", "100"])
+        self.assertEqual(rc, 0)
+        self.assertEqual(out.splitlines()[1], "none")
+
+    def test_scan_bad_arguments(self):
+        path = self.write("m.json", {"schema": "voltgate-sass-model/1", "kernels": Scan.ROWS})
+        rc, _, err = run_cli(["--model", path, "--scan", "--machine", "h100"])
+        self.assertEqual(rc, 2)
+        self.assertIn("--machine v100 only", err)
+        rc, _, err = run_cli(["--model", path, "--scan", "--over", "1"])
+        self.assertEqual(rc, 2)
+        self.assertIn("above 1", err)
 
 
 class Page(unittest.TestCase):
