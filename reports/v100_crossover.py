@@ -640,7 +640,18 @@ def main(argv=None):
                "bandwidth_gbs": s["bw"] / 1e9, "model_bandwidth_gbs": s["model_bw"] / 1e9, "cublas_eff": s["eff"],
                "tensor_peak_tflops": tensor_peak_flops(s) / 1e12, "assumptions": assumptions_text(s),
                "rows": results}
-        vgrecord.write_text_atomic(a.json, json.dumps(doc, indent=1))
+        return write_json(a.json, doc)
+    return 0
+
+
+def write_json(path, doc):
+    """--json's file, whole or not at all (write_text_atomic); 2 with the
+    reason where it cannot be written."""
+    try:
+        vgrecord.write_text_atomic(path, json.dumps(doc, indent=1))
+    except OSError as e:
+        print(f"v100_crossover: cannot write {path}: {e.strerror or e}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -662,7 +673,7 @@ def scan_main(a):
         doc = {"schema": "voltgate-v100-scan/1", "machine": a.machine, "over": a.over,
                "points": len(results), "families": list(families), "ns": list(SCAN_NS), "ks": list(SCAN_KS),
                "assumptions": assumptions_text(s), "bands": bands}
-        vgrecord.write_text_atomic(a.json, json.dumps(doc, indent=1))
+        return write_json(a.json, doc)
     return 0
 
 

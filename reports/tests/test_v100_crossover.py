@@ -626,6 +626,17 @@ class ScanCommandLine(unittest.TestCase):
         self.assertEqual(rc, 0)
         self.assertEqual(out.splitlines()[1], "none")
 
+    def test_json_that_cannot_be_written(self):
+        # both modes: exit 2 naming the file, no traceback, no file
+        path = self.write("m.json", {"schema": "voltgate-sass-model/1", "kernels": Scan.ROWS})
+        target = os.path.join(self.dir, "no-such-dir", "x.json")
+        for extra in ([], ["--scan"]):
+            rc, _, err = run_cli(["--model", path, "--family", "fp8", "--json", target] + extra)
+            self.assertEqual(rc, 2, extra)
+            self.assertIn(f"cannot write {target}", err)
+            self.assertNotIn("Traceback", err)
+            self.assertFalse(os.path.exists(os.path.dirname(target)))
+
     def test_scan_bad_arguments(self):
         path = self.write("m.json", {"schema": "voltgate-sass-model/1", "kernels": Scan.ROWS})
         rc, _, err = run_cli(["--model", path, "--scan", "--machine", "h100"])
