@@ -143,8 +143,14 @@ def main(argv=None):
     except ValueError as exc:
         print(f"report.py: {exc}", file=sys.stderr)
         return 2
-    index, bench_res, golden_res, perf, gold, _, target_lines, recipe = write_report(
-        runs, latest, baseline, args, problems, target_list, targets_error)
+    try:
+        index, bench_res, golden_res, perf, gold, _, target_lines, recipe = write_report(
+            runs, latest, baseline, args, problems, target_list, targets_error)
+    except OSError as exc:
+        # a verdict without its page would read as a pass in a nightly
+        print(f"report.py: cannot write the report in {args.out}: {exc.strerror or exc}"
+              + (f" ({exc.filename})" if exc.filename else ""), file=sys.stderr)
+        return 2
     print(f"report.py: wrote {index}", file=sys.stderr)
     compared = sum(1 for r in bench_res if r["p"] is not None)
     few = sum(1 for r in bench_res if r["verdict"] == "too few samples")

@@ -692,7 +692,11 @@ def main(argv=None):
         doc = {"schema": "voltgate-sass-model/1", "machine": machine, "machine_source": m["source"],
                "bandwidth_gbs": a.bandwidth_gbs or m["bandwidth_gbs"], "dram_latency_ns": DRAM_LATENCY_NS,
                "kernels": rows}
-        vgrecord.write_text_atomic(a.json, json.dumps(doc, indent=1))
+        try:
+            vgrecord.write_text_atomic(a.json, json.dumps(doc, indent=1))
+        except OSError as e:
+            print(f"sass_model: cannot write {a.json}: {e.strerror or e}", file=sys.stderr)
+            return 2
     if a.require_no_shfl:
         bad = [r for r in rows if r["kind"] == "decode" and (r.get("shfl") or r.get("loop_spill_ops")
                                                               or r.get("stack_bytes"))]

@@ -332,6 +332,18 @@ class Verdict(ReportCase):
         with open(os.path.join(self.out, "index.html")) as f:
             self.assertIn("zz-broken.json", f.read())
 
+    def test_out_that_cannot_be_made_is_exit_2(self):
+        # --out under a regular file: exit 2 naming it, no traceback, no verdict
+        self.put_record("a", 0, {"x": noisy(1, 10)})
+        blocker = os.path.join(self.dir, "a-file")
+        with open(blocker, "w") as f:
+            f.write("x")
+        out_dir = os.path.join(blocker, "out")
+        rc, out, err = run_report(["--history", self.hist, "--out", out_dir])
+        self.assertEqual(rc, 2)
+        self.assertIn(f"cannot write the report in {out_dir}", err)
+        self.assertNotIn("no regression", out)
+
     def test_no_records_is_exit_2(self):
         os.makedirs(self.hist)
         rc, _, err = run_report(["--history", self.hist, "--out", self.out])

@@ -291,6 +291,14 @@ class CommandLine(unittest.TestCase):
             self.assertEqual(doc["machine"], "v100")
             self.assertEqual([k["tile"] for k in doc["kernels"]], ["decode.m8n16w4.u2", "prefill.m128n128k64.s3"])
 
+    def test_json_that_cannot_be_written_is_bad_input(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "no-such-dir", "m.json")
+            rc, _, err = self.run_main(LISTING, "--res-usage", RES, "--json", path)
+            self.assertEqual(rc, 2)
+            self.assertIn(f"cannot write {path}", err)
+            self.assertFalse(os.path.exists(os.path.dirname(path)))
+
     def test_require_no_shfl_fails_on_a_shuffle(self):
         rc, _, err = self.run_main(LISTING, "--require-no-shfl")
         self.assertEqual(rc, 1)
