@@ -121,6 +121,9 @@ RECORD = {"schema_version": "int", "kind": "str", "run_id": "str?", "commit": "s
           "replay": "dict?", "coverage": "dict?", "missing": "list"}
 BENCH_RUN = {"backend": "str", "gpu": "str?", "driver": "str?", "cuda_version": "str?",
              "arch_list": "str?", "policy_hash": "str?", "copy_bandwidth_gbs": "num?", "source": "str"}
+# keys a later bench added to a run: checked where present
+BENCH_RUN_LATER = {"decode_launch": "str?"}
+COVERAGE_FILE = {"file": "str", "line_percent": "num?", "branch_percent": "num?"}
 COVERAGE = {"line_percent": "num?", "branch_percent": "num?", "lines_covered": "int",
             "lines_valid": "int", "branches_covered": "int", "branches_valid": "int",
             "files": "list"}
@@ -193,6 +196,7 @@ def check_record(obj, where):
         raise InputError(f"{where}.shard: expected \"I/N\", got {_describe(obj['shard'])}")
     for i, run in enumerate(obj["bench_runs"]):
         check_fields(run, BENCH_RUN, f"{where}.bench_runs[{i}]")
+        check_fields(run, {k: t for k, t in BENCH_RUN_LATER.items() if k in run}, f"{where}.bench_runs[{i}]")
     spec = dict(BENCH_ROW, backend="str")
     _rows(obj, "bench", spec, where)
     _rows(obj, "golden", GOLDEN_ROW, where)
@@ -201,7 +205,9 @@ def check_record(obj, where):
         _rows(obj["replay"], "per_request", REPLAY_ROW, where + ".replay")
     if obj["coverage"] is not None:
         check_fields(obj["coverage"], COVERAGE, where + ".coverage")
+        _rows(obj["coverage"], "files", COVERAGE_FILE, where + ".coverage")
     if obj.get("v100_model") is not None:
+        check_fields(obj, {"v100_model": "list"}, where)
         _rows(obj, "v100_model", V100_MODEL_ROW, where, V100_MODEL_ROW_LATER)
     for i, m in enumerate(obj["missing"]):
         if not isinstance(m, str):
@@ -214,11 +220,15 @@ def read_json(path):
             text = f.read()
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.object[exc.start:exc.start + 1]!r})")
     if not text.strip():
         raise InputError(f"{path}: empty file")
     try:
-        # NaN/Infinity are not JSON; refuse them instead of taking them as numbers.
-        return json.loads(text, parse_constant=lambda c: _bad_constant(c))
+        # NaN/Infinity are not JSON; refuse them instead of taking them as
+        # numbers, and numbers too large for a float (1e999 would read as
+        # infinity and be written back as Infinity).
+        return json.loads(text, parse_constant=lambda c: _bad_constant(c), parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
     except ValueError as exc:
@@ -227,6 +237,13 @@ def read_json(path):
 
 def _bad_constant(name):
     raise ValueError(f"'{name}' is not a JSON number")
+
+
+def _finite_float(text):
+    v = float(text)
+    if not math.isfinite(v):
+        raise ValueError(f"'{text}' is out of a float's range")
+    return v
 
 
 # ---- load_records: the reader ------------------------------------------------------
@@ -334,6 +351,8 @@ def v100_model_rows(obj, where):
         raise InputError(f"{where}.schema: expected \"voltgate-sass-model/1\", got {_describe(obj['schema'])}")
     rows = []
     for i, k in enumerate(obj["kernels"]):
+        if not isinstance(k, dict):
+            raise InputError(f"{where}.kernels[{i}]: expected an object, got {_describe(k)}")
         row = {key: k.get(key) for key in V100_MODEL_ROW}
         row.update({key: k[key] for key in V100_MODEL_ROW_LATER if key in k})
         if row["shfl"] is None:
@@ -411,8 +430,10 @@ def build_record(golden=(), bench=(), replay=None, coverage=None, runner="local"
                 row["name"] = f"{row['name']} [{stem}]"
             seen.add((row["backend"], row["name"]))
             # Fill a missing fraction from the copy bandwidth of the same run.
-            if row["bandwidth_fraction"] is None and copy_bw and row["bytes"] and row["median_us"] > 0:
-                row["bandwidth_fraction"] = row["bytes"] / (row["median_us"] * 1e-6) / (copy_bw * 1e9)
+            seconds = row["median_us"] * 1e-6
+            if row["bandwidth_fraction"] is None and copy_bw and row["bytes"] and seconds > 0:
+                fraction = row["bytes"] / seconds / (copy_bw * 1e9)
+                row["bandwidth_fraction"] = fraction if math.isfinite(fraction) else None
             rec["bench"].append(row)
     for path, obj in golden:
         rec["golden"].extend(dict(r) for r in obj["rows"])

@@ -34,6 +34,7 @@ regression, 1 something regressed or a golden case fails, 2 bad usage or no
 usable record.
 """
 import argparse
+import math
 import os
 import re
 import sys
@@ -119,7 +120,8 @@ def main(argv=None):
     ap.add_argument("--targets", metavar="FILE", default=vgtargets.DEFAULT_FILE,
                     help="speed targets to check (default: reports/targets.json; 'none' for none)")
     args = ap.parse_args(argv)
-    if not 0 < args.alpha < 1 or args.min_effect < 0:
+    # written so that NaN fails too: a NaN min-effect flags nothing, a green nightly
+    if not 0 < args.alpha < 1 or not 0 <= args.min_effect < math.inf:
         print("report.py: --alpha must be in (0, 1) and --min-effect >= 0", file=sys.stderr)
         return 2
     if args.baseline and args.baseline_record:

@@ -42,6 +42,7 @@ unreadable file, an unknown arch).
 import argparse
 import itertools
 import json
+import math
 import os
 import re
 import shutil
@@ -444,6 +445,9 @@ def describe(kind, deq, args):
     if kind == "decode" and len(args) >= 4:
         ni, wk, mt, uu = args[:4]
         wn = args[4] if len(args) >= 5 else 1  # warps side by side over N (plan_list.h DECODE_WN)
+        if min(ni, wk, mt, uu, wn) <= 0:
+            raise ValueError(f"decode kernel of {deq} with template arguments {list(args)}: "
+                             f"a tile count of 0 (not a kernel this project builds)")
         bits = ELEMENT_BYTES[family] * 8 if family in ELEMENT_BYTES else 8
         u = max(uu // 2, 1) if bits == 16 else uu
         uw = 2 * u if bits == 4 and u <= 2 else u
@@ -653,6 +657,9 @@ def main(argv=None):
     ap.add_argument("--require-no-shfl", action="store_true",
                     help="exit 1 unless every decode kernel's hot loop has no SHFL and no spill op (sm_70 check)")
     a = ap.parse_args(argv)
+    if a.bandwidth_gbs is not None and not 0 < a.bandwidth_gbs < math.inf:
+        print(f"sass_model: --bandwidth-gbs {a.bandwidth_gbs:g}: give a finite bandwidth above 0", file=sys.stderr)
+        return 2
     try:
         if a.object:
             tool = find_cuobjdump()

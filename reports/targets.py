@@ -131,6 +131,8 @@ def load_targets(path=DEFAULT_FILE):
             _fail(path, f'{where}: "expect" maps "tokens" or a "by" group to a non-empty list')
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in expect.get("tokens", [])):
             _fail(path, f'{where}: "expect.tokens" must list integers')
+        if not all(isinstance(v, str) for k, vs in expect.items() if k != "tokens" for v in vs):
+            _fail(path, f'{where}: "expect" lists a "by" group\'s values as strings')
         alias = t.get("alias", {})
         if not isinstance(alias, dict) or any(
                 g not in by or not isinstance(m, dict) or
@@ -155,6 +157,13 @@ def load_targets(path=DEFAULT_FILE):
                 _fail(path, f'{where}: "over.repl" does not make a regular expression: {exc}')
             if any(int(g) > over[0].groups for g in re.findall(r"\\([0-9]+)", over[1])):
                 _fail(path, f'{where}: "over.repl" names a group "over.pattern" does not have')
+        if t["value"] == "speedup":
+            try:
+                # the replacement's escapes and group numbers, on a match of
+                # the same groups that any name gives (the pattern made optional)
+                re.compile(f"(?:{over[0].pattern})?").match("").expand(over[1])
+            except re.error as exc:
+                _fail(path, f'{where}: "over.repl" is not a replacement for "over.pattern": {exc}')
         out.append({"id": t["id"], "source": t["source"], "text": t["text"], "backend": t["backend"],
                     "name_re": name_re, "tokens": tokens, "by": by, "value": t["value"],
                     "min": float(t["min"]), "over": over, "expect": expect, "alias": alias})
@@ -233,7 +242,8 @@ def evaluate(targets, bench):
             if not m or row.get("kind") != "kernel" or not t["tokens"][0] <= row.get("tokens", 0) <= t["tokens"][1]:
                 continue
             value, _ = _row_value(t, name, row, by_backend)
-            key = tuple(t["alias"].get(b, {}).get(m.group(b), m.group(b)) for b in t["by"])
+            # an optional group that did not take part reads as "" (a label, and sortable)
+            key = tuple(t["alias"].get(b, {}).get(m.group(b) or "", m.group(b) or "") for b in t["by"])
             groups.setdefault(key, []).append((value, name, row))
         # The lines a whole run has: every combination of the expected values
         # (a "by" group without a list takes the values found).

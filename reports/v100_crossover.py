@@ -585,6 +585,8 @@ def rows_from_file(path, as_record):
     if as_record:
         if not isinstance(doc, dict) or not doc.get("v100_model"):
             raise ModelError(f"{path}: the record has no v100_model rows (no sm_70 build ran for it)")
+        if not isinstance(doc["v100_model"], list):
+            raise ModelError(f"{path}: v100_model is not a list of model rows")
         return doc["v100_model"], None
     rows = vgrecord.v100_model_rows(doc, path)
     bw = doc.get("bandwidth_gbs")

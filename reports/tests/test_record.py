@@ -69,6 +69,12 @@ class Build(RecordTestCase):
         # 4.22e6 bytes in 2 us = 2110 GB/s against 4220 GB/s.
         self.assertAlmostEqual(rec["bench"][0]["bandwidth_fraction"], 0.5, places=9)
 
+    def test_fraction_of_a_median_too_small_to_divide_by_is_left_out(self):
+        # 5e-324 us is 0 s in a float: no fraction, no ZeroDivisionError
+        row = dict(self.bench["rows"][1], bandwidth_fraction=None, bytes=4220 * 1000, median_us=5e-324)
+        rec = self.build(bench=[("b.json", dict(self.bench, rows=[row]))])
+        self.assertIsNone(rec["bench"][0]["bandwidth_fraction"])
+
     def test_cpu_bench_gives_no_gpu(self):
         cpu = dict(self.bench, backend="cpu", gpu="cpu", driver="", cuda_version="", arch_list="")
         rec = self.build(bench=[("b.json", cpu)], arch_list="80 90")
@@ -267,6 +273,46 @@ class Load(RecordTestCase):
             hit = [p for p in problems if name in p]
             self.assertEqual(len(hit), 1, (name, problems))
             self.assertIn(want, hit[0])
+
+    def test_bytes_that_are_not_text_or_numbers_too_large(self):
+        # one bad file costs that file, never the run's report
+        with open(os.path.join(self.hist, "latin1.json"), "wb") as f:
+            f.write(b'\xff\xfe{}')
+        self.put("huge.json", '{"schema_version": 1e999}')
+        recs, problems = self.load()
+        self.assertEqual(len(recs), 1)
+        text = "\n".join(problems)
+        self.assertIn("latin1.json: not UTF-8 text (byte 0: b'\\xff')", text)
+        self.assertIn("huge.json: '1e999' is out of a float's range", text)
+
+    def test_parts_the_page_reads_are_checked(self):
+        # shapes check_record let through and the page then crashed on
+        cases = {
+            "model.json": ("v100_model", 5, "record.v100_model: expected a list, got 5"),
+            "files.json": ("coverage", {"line_percent": 80.0, "branch_percent": None, "lines_covered": 8,
+                                        "lines_valid": 10, "branches_covered": 0, "branches_valid": 0,
+                                        "files": [1]},
+                           "record.coverage.files[0]: expected an object, got 1"),
+            "launch.json": ("bench_runs", None, "record.bench_runs[0].decode_launch: expected a string or null"),
+        }
+        for name, (key, value, _) in cases.items():
+            bad = json.loads(json.dumps(self.rec))
+            if key == "bench_runs":
+                bad["bench_runs"][0]["decode_launch"] = ["pdl"]
+            else:
+                bad[key] = value
+            self.put(name, bad)
+        recs, problems = self.load()
+        self.assertEqual(len(recs), 1)
+        for name, (_, _, want) in cases.items():
+            hit = [p for p in problems if name in p]
+            self.assertEqual(len(hit), 1, (name, problems))
+            self.assertIn(want, hit[0])
+
+    def test_model_kernels_must_be_objects(self):
+        with self.assertRaises(record.InputError) as cm:
+            record.v100_model_rows({"schema": "voltgate-sass-model/1", "kernels": [1]}, "m.json")
+        self.assertIn("m.json.kernels[0]: expected an object, got 1", str(cm.exception))
 
     def test_missing_directory_is_a_problem_not_a_crash(self):
         recs, problems = record.load_records(os.path.join(self.dir, "nope"))

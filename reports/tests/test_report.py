@@ -332,6 +332,16 @@ class Verdict(ReportCase):
         with open(os.path.join(self.out, "index.html")) as f:
             self.assertIn("zz-broken.json", f.read())
 
+    def test_a_min_effect_that_is_not_a_number_is_refused(self):
+        # NaN compares false with everything: it would flag nothing and pass
+        self.put_record("a", 0, {"x": noisy(1, 10)})
+        self.put_record("b", 60, {"x": noisy(3, 12)})       # 20 % slower
+        for bad in ("nan", "inf", "-0.1"):
+            rc, out, err = run_report(["--history", self.hist, "--out", self.out, "--min-effect", bad])
+            self.assertEqual(rc, 2, bad)
+            self.assertIn("--min-effect >= 0", err)
+            self.assertNotIn("no regression", out)
+
     def test_out_that_cannot_be_made_is_exit_2(self):
         # --out under a regular file: exit 2 naming it, no traceback, no verdict
         self.put_record("a", 0, {"x": noisy(1, 10)})

@@ -314,6 +314,25 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("no vg_decode_kernel", err)
 
+    def test_bad_bandwidth_and_a_zero_tile_count_are_bad_input(self):
+        for bw in ("inf", "nan", "0", "-5"):
+            rc, _, err = self.run_main(LISTING, "--bandwidth-gbs", bw)
+            self.assertEqual(rc, 2, bw)
+            self.assertIn("give a finite bandwidth above 0", err)
+        # a listing whose decode kernel says 0 K groups (not one this project
+        # builds): named, not a ZeroDivisionError
+        with open(LISTING) as f:
+            text = f.read()
+        self.assertIn("DeqAWQLi1ELi4E", text)
+        with tempfile.NamedTemporaryFile("w", suffix=".sass", delete=False) as f:
+            f.write(text.replace("DeqAWQLi1ELi4E", "DeqAWQLi1ELi0E"))
+        try:
+            rc, _, err = self.run_main(f.name)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(rc, 2)
+        self.assertIn("a tile count of 0", err)
+
     def test_missing_file_is_bad_input(self):
         rc, _, err = self.run_main("/nonexistent/x.sass")
         self.assertEqual(rc, 2)

@@ -88,6 +88,14 @@ class Reading(TargetCase):
             (one_target(expect={"family": []}), '"expect" maps "tokens" or a "by" group'),
             (one_target(expect={"tokens": ["1"]}), '"expect.tokens" must list integers'),
             ({"targets": one_target()["targets"] * 2}, 'target "t" is given twice'),
+            # values the checking would crash on: a group's expected values
+            # are strings, a speedup's replacement fits its pattern
+            (one_target(expect={"family": [1, "fp8"]}), "values as strings"),
+            (one_target(expect={"family": [["fp8"]]}), "values as strings"),
+            (one_target(value="speedup", over={"pattern": "^(.*)$", "repl": "\\q"}),
+             '"over.repl" is not a replacement for "over.pattern": bad escape'),
+            (one_target(value="speedup", over={"pattern": "^(.*)$", "repl": "\\5"}),
+             '"over.repl" is not a replacement for "over.pattern": invalid group reference 5'),
         ]
         for doc, msg in cases:
             with self.subTest(msg=msg):
@@ -199,6 +207,14 @@ class Checking(TargetCase):
         self.assertEqual((fp8["status"], fp8["met"], fp8["worst"], fp8["worst_row"]),
                          ("not met", 1, 1.6, "wo_a/grouped/fp8/t16/tune=off"))
         self.assertEqual((awq["status"], awq["unmeasured"]), ("not measured", 1))
+
+
+    def test_an_optional_group_that_did_not_match_is_a_group_of_its_own(self):
+        ts = self.load(one_target(name="^wo_a/grouped/fp8(?P<tag>-x)?/t[0-9]+/tune=off$", by=["tag"]))
+        bench = {("cuda", "wo_a/grouped/fp8/t1/tune=off"): row(bw=0.8),
+                 ("cuda", "wo_a/grouped/fp8-x/t1/tune=off"): row(bw=0.5)}
+        lines = targets.evaluate(ts, bench)
+        self.assertEqual([(l["group"], l["status"]) for l in lines], [("tag=", "met"), ("tag=-x", "not met")])
 
 
 class NewKinds(TargetCase):

@@ -598,6 +598,12 @@ class CommandLine(unittest.TestCase):
         rc, _, err = run_cli(["--record", self.write("r.json", {"schema": "x"})])
         self.assertEqual(rc, 2)
         self.assertIn("no v100_model", err)
+        rc, _, err = run_cli(["--record", self.write("r5.json", {"schema": "x", "v100_model": 5})])
+        self.assertEqual(rc, 2)
+        self.assertIn("v100_model is not a list", err)
+        rc, _, err = run_cli(["--model", self.write("k.json", {"schema": "voltgate-sass-model/1", "kernels": [1]})])
+        self.assertEqual(rc, 2)
+        self.assertIn("expected an object, got 1", err)
         rc, _, err = run_cli([])
         self.assertEqual(rc, 2)
 
