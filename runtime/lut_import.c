@@ -140,7 +140,9 @@ static int parse_entry(const char *line, size_t len, int version, lut_entry *e, 
 #undef FIELD
 #undef BAD
     if (p != end) {
-        snprintf(why, wsize, "unexpected text after the last field: '%.40s'", p);
+        /* the line's own text only: p is not NUL-terminated at end */
+        const int shown = end - p < 40 ? (int)(end - p) : 40;
+        snprintf(why, wsize, "unexpected text after the last field: '%.*s'", shown, p);
         return -1;
     }
     return 0;

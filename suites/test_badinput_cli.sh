@@ -45,6 +45,57 @@ for p in "$TMP" /proc/voltgate-test.lut /dev/null "$TMP/fifo.lut"; do
         --layers fp16:dense:64:136 --requests 3 --decode-steps 1 --chunk 4
 done
 
+# ---- outputs that are inputs: refused before the write destroys the input ----
+# same RC PATTERN FILE CMD...: want, and FILE is as it was
+same() {
+    rc=$1 pat=$2 file=$3
+    shift 3
+    cp "$file" "$TMP/before"
+    want "$rc" "$pat" "$@"
+    cmp -s "$file" "$TMP/before" || fail "$*: $file was changed"
+}
+cp golden/cases/fp16-dense-aligned.h5 "$TMP/in.h5"
+same 2 "is the golden file" "$TMP/in.h5" golden verify --backend cpu --json "$TMP/in.h5" "$TMP/in.h5"
+cp "$CFG" "$TMP/cfg.json"
+same 2 "is the --config file" "$TMP/cfg.json" replay --config "$TMP/cfg.json" --backend cpu \
+    --layers fp16:dense:64:136 --requests 3 --decode-steps 1 --chunk 4 --json "$TMP/cfg.json"
+timeout 60 "$TOOL" $REPLAY --lut "$TMP/made.lut" >/dev/null 2>&1 || fail "replay could not write a LUT"
+same 2 "is the --lut file" "$TMP/made.lut" $REPLAY --lut "$TMP/made.lut" --json "$TMP/made.lut"
+same 2 "is the --config file" "$TMP/cfg.json" replay --config "$TMP/cfg.json" --backend cpu \
+    --layers fp16:dense:64:136 --requests 3 --decode-steps 1 --chunk 4 --lut "$TMP/cfg.json"
+# a checkpoint folder's shard as the output of its own import
+mkdir "$TMP/ck"
+/usr/bin/python3 - "$TMP/ck/model.safetensors" <<'PY'
+import json, struct, sys
+data = b"".join(struct.pack("<e", (i % 17) / 16 - 0.5) for i in range(64 * 128))
+head = json.dumps({"w": {"dtype": "F16", "shape": [64, 128], "data_offsets": [0, len(data)]}}).encode()
+head += b" " * (-len(head) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(head)) + head + data)
+PY
+same 2 "would replace a file of the --checkpoint folder" "$TMP/ck/model.safetensors" \
+    golden import --checkpoint "$TMP/ck" --weight w -o "$TMP/ck/model.safetensors"
+timeout 60 "$TOOL" golden import --checkpoint "$TMP/ck" --weight w -o "$TMP/ck.h5" >/dev/null 2>&1 ||
+    fail "golden import of the test checkpoint to a file outside it was refused"
+# a rule asked for a weight the family cannot hold
+want 2 "K=7 is not a multiple of 8" plans --rule --family awq --k 7
+want 2 "K=100 is not a multiple of 8" plans --rule --family all --k 100
+
+# a bench whose rows do not fit in memory says so and fails (a grouped one
+# exited 0 having timed nothing); not under a sanitizer, whose shadow memory
+# a ulimit -v denies
+if [ -z "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ]; then
+    (ulimit -v 1500000 && exec "$TOOL" bench --backend cpu --quick --shape wo_a --tokens 20000 --tune off \
+        --no-peers --samples 1 --paths grouped) >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    [ "$rc" = 1 ] && grep -q "out of memory for 4 groups x 20000 tokens" "$TMP/err" ||
+        fail "grouped bench out of memory: exit $rc: $(head -c 300 "$TMP/err")"
+    (ulimit -v 4000000 && exec "$TOOL" bench --backend cpu --quick --shape dense --tokens 1000000 --tune off \
+        --no-peers --samples 1) >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    [ "$rc" = 1 ] && grep -q "out of memory for M=1000000" "$TMP/err" ||
+        fail "dense bench out of memory: exit $rc: $(head -c 300 "$TMP/err")"
+fi
+
 # ---- 4: values taken whole or refused ---------------------------------------
 want 2 "samples" bench --backend cpu --quick --samples 1e9
 want 2 "rotate" bench --backend cpu --quick --rotate 3x

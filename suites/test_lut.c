@@ -327,6 +327,18 @@ static void corrupted_truncated_checksum(void **state)
     char *fam = replace_all(text, "family=awq", "family=int3");
     char *fams = reseal(fam);
     expect_refused(f, fams, strlen(fams), VG_ERR_FORMAT, "malformed entry");
+    /* Text after an entry's last field: the message quotes that text, not
+     * the checksum line after it. */
+    char *sum = strstr(text, "\nchecksum");
+    assert_non_null(sum);
+    const size_t head = (size_t)(sum - text);
+    char *extra = malloc(len + 8);
+    assert_non_null(extra);
+    memcpy(extra, text, head);
+    memcpy(extra + head, " n=65", 5);
+    strcpy(extra + head + 5, sum);
+    char *extras = reseal(extra);
+    expect_refused(f, extras, strlen(extras), VG_ERR_FORMAT, "unexpected text after the last field: ' n=65'");
 
     vg_device *fresh = open_cpu(NULL);
     char missing[700];
@@ -337,6 +349,7 @@ static void corrupted_truncated_checksum(void **state)
     assert_int_equal(vg_lut_export(dev, missing, 0), VG_ERR_IO);
     vg_device_close(fresh);
     free(text); free(flip); free(v2); free(v2s); free(bad); free(bads); free(fam); free(fams);
+    free(extra); free(extras);
     layer_close(&d);
     layer_close(&g);
     vg_device_close(dev);

@@ -40,8 +40,15 @@ static int xset_make(xset *x, const wset *w, int rows_per_group, uint64_t seed, 
     x->x16 = malloc(count * 2);
     x->x32 = malloc(count * 4);
     x->ref = malloc((size_t)x->rows * w->N * sizeof(double));
-    if (!x->x16 || !x->x32 || !x->ref)
+    if (!x->x16 || !x->x32 || !x->ref) {
+        fprintf(stderr, "voltgate bench: out of memory for the activations and reference of %d rows "
+                        "(N=%d, K=%d)\n", x->rows, (int)w->N, (int)w->K);
+        free(x->x16);
+        free(x->x32);
+        free(x->ref);
+        memset(x, 0, sizeof *x);
         return -1;
+    }
     uint64_t s = seed + 17;
     for (size_t i = 0; i < count; i++) {
         x->x16[i] = vg_f32_to_fp16(bench_uniform(&s));
@@ -255,6 +262,12 @@ void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int 
     double *ref = malloc((size_t)G * T * N * sizeof(double));
     uint16_t *xs16 = Ts ? malloc((size_t)G * Ts * K * 2) : NULL;
     double *refs = Ts ? malloc((size_t)G * Ts * N * sizeof(double)) : NULL;
+    if (!x16 || !x32 || !ref) {
+        /* the row loop below runs only with all three: no row, so say why */
+        fprintf(stderr, "voltgate bench: %s: out of memory for %d groups x %d tokens (N=%d, K=%d)\n", shape,
+                G, T, (int)N, (int)K);
+        b->failed = 1;
+    }
     if (Ts && (!xs16 || !refs)) {
         fprintf(stderr, "voltgate bench: %s: out of memory for the skewed rows\n", shape);
         b->failed = 1;
@@ -382,6 +395,8 @@ void bench_dense(bench *b, vg_cublas *h, const char *shape, int N, int K, const 
         float *x32 = malloc((size_t)m * K * 4);
         double *ref = malloc((size_t)m * N * sizeof(double));
         if (!x16 || !x32 || !ref) {
+            fprintf(stderr, "voltgate bench: %s: out of memory for M=%d (N=%d, K=%d)\n", shape, m, (int)N,
+                    (int)K);
             free(x16);
             free(x32);
             free(ref);

@@ -148,14 +148,17 @@ int cmd_golden_import(int argc, char **argv)
         rc = golden_cli_usage_error("import", "%s", vg_last_error());
         goto done;
     }
-    /* Writing over the checkpoint being read would destroy it. */
-    if (a.safetensors) {
-        struct stat in_sb, out_sb;
-        if (stat(a.safetensors, &in_sb) == 0 && stat(out, &out_sb) == 0 &&
-            in_sb.st_dev == out_sb.st_dev && in_sb.st_ino == out_sb.st_ino) {
-            rc = golden_cli_usage_error("import", "-o %s is the --safetensors input file", out);
-            goto done;
-        }
+    /* Writing over the checkpoint being read would destroy it: the file,
+     * or any file of the folder (a shard, its index, a link into a cache). */
+    if (a.safetensors && vg_same_file(a.safetensors, out)) {
+        rc = golden_cli_usage_error("import", "-o %s is the --safetensors input file", out);
+        goto done;
+    }
+    if (a.checkpoint && vg_file_in_folder(out, a.checkpoint)) {
+        char why[8192];
+        snprintf(why, sizeof why, "-o %s would replace a file of the --checkpoint folder %s", out, a.checkpoint);
+        rc = golden_cli_usage_error("import", "%s", why);
+        goto done;
     }
     vg_golden_file f;
     vg_status st = vg_golden_import(&a, &f);

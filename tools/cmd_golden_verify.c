@@ -256,6 +256,13 @@ int cmd_golden_verify(int argc, char **argv)
             rc = VG_EXIT_USAGE;
             goto out;
         }
+        for (size_t i = 0; i < files.count; i++)
+            if (vg_same_file(json, files.items[i])) {
+                fprintf(stderr, "voltgate golden verify: --json %s is the golden file %s being verified\n",
+                        json, files.items[i]);
+                rc = VG_EXIT_USAGE;
+                goto out;
+            }
         vo.json = open_memstream(&json_text, &json_len);
         if (!vo.json) {
             fprintf(stderr, "voltgate golden verify: %s: %s\n", json, strerror(errno));

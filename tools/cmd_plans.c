@@ -138,6 +138,15 @@ static int cmd_rule(int argc, char **argv)
                         "90)\n", (int)sm);
         goto out;
     }
+    /* the shapes golden gen and replay take: a plan for a weight the family
+     * cannot hold would answer a question no call asks */
+    for (int f = 0; f < VG_FAMILY_COUNT; f++) {
+        vg_weight_layout layout;
+        if ((fam_all || f == (int)fam) && vg_weight_layout_of((vg_family)f, n, k, &layout) != VG_OK) {
+            fprintf(stderr, "voltgate plans: %s\n", vg_last_error());
+            goto out;
+        }
+    }
     if (vg_cuda_plan_count() == 0) {
         fprintf(stderr, "voltgate plans: built without CUDA: no CUDA rule to ask\n");
         goto out;

@@ -250,6 +250,18 @@ int cmd_replay(int argc, char **argv)
         fprintf(stderr, "voltgate replay: %s\n", vg_last_error());
         return VG_EXIT_USAGE;
     }
+    /* The config is read, the LUT read and written back, the JSON written:
+     * one file for two of them would be destroyed by a write. */
+    const struct {
+        const char *out_flag, *out, *in_flag, *in;
+    } clash[] = {{"--json", json, "--config", config}, {"--json", json, "--lut", lut},
+                 {"--lut", lut, "--config", config}};
+    for (size_t c = 0; c < sizeof clash / sizeof clash[0]; c++)
+        if (vg_same_file(clash[c].out, clash[c].in)) {
+            fprintf(stderr, "voltgate replay: %s %s is the %s file: give each its own file\n",
+                    clash[c].out_flag, clash[c].out, clash[c].in_flag);
+            return VG_EXIT_USAGE;
+        }
     if (strcmp(backend, "auto") && strcmp(backend, "cpu") && strcmp(backend, "cuda")) {
         fprintf(stderr, "voltgate replay: unknown backend '%s' (auto, cpu or cuda)\n", backend);
         return VG_EXIT_USAGE;

@@ -175,6 +175,23 @@ static void parent_of(const char *path, char *dir, size_t size)
         snprintf(dir, size, "%.*s", (int)(slash == path ? 1 : slash - path), path);
 }
 
+int vg_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+int vg_file_in_folder(const char *path, const char *dir)
+{
+    struct stat sp;
+    char parent[4096];
+    if (!path || !dir || lstat(path, &sp) != 0 || strlen(path) >= sizeof parent)
+        return 0;
+    parent_of(path, parent, sizeof parent);
+    return vg_same_file(parent, dir);
+}
+
 vg_status vg_check_output_path(const char *what, const char *path)
 {
     if (!path || !*path)

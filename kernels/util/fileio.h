@@ -47,6 +47,16 @@ vg_status vg_read_whole_file(const char *what, const char *path, size_t max_byte
  * VG_ERR_IO with a message prefixed by what, else VG_OK. */
 vg_status vg_check_output_path(const char *what, const char *path);
 
+/* 1 where a and b both exist and are one file (the same device and inode:
+ * links and other spellings of a path count), else 0.  A tool refuses an
+ * output that is one of its inputs, which the write would destroy. */
+int vg_same_file(const char *a, const char *b);
+
+/* 1 where path exists and the folder holding it is dir (the same device
+ * and inode), else 0: an output that would replace a file of an input
+ * folder (a checkpoint's shard, a link into a cache). */
+int vg_file_in_folder(const char *path, const char *dir);
+
 /* Removes the temporaries `<file>.tmp.<pid>` that writers killed before
  * their rename left behind: those whose pid is not alive.  Best effort. */
 void vg_remove_stale_temporaries(const char *file);
