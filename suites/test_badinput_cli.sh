@@ -101,6 +101,12 @@ want 2 "samples" bench --backend cpu --quick --samples 1e9
 want 2 "rotate" bench --backend cpu --quick --rotate 3x
 want 2 "shape" bench --backend cpu --quick --shape ""
 want 2 "shape" bench --backend cpu --quick --shape "dense,"
+# a flag that none of the asked shapes reads is refused, not dropped unread
+want 2 "add wo_a to --shape" bench --backend cpu --quick --shape dense --paths moe
+want 2 "routing chooses the wo_a" bench --backend cpu --quick --shape dense,prefill --routing even
+want 2 "their own M" bench --backend cpu --quick --shape prefill --tokens 8
+want 2 "so --tune does not apply" bench --backend cpu --quick --shape dense --plan all --tune on
+want 2 "neither off nor on" bench --backend cpu --quick --tune ,
 want 2 "requests" replay --config $CFG --backend cpu --layers fp16:dense:64:136 \
     --requests 1,,2 --decode-steps 1 --chunk 4
 want 2 "requests" replay --config $CFG --backend cpu --layers fp16:dense:64:136 \

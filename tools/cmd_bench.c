@@ -189,7 +189,7 @@ static int parse_args(int argc, char **argv, opts *o)
     o->peers = 1;
     /* The rows measure ~2e-4 (FP16 output rounding); a wrong kernel is far above. */
     o->max_rel_rms = 1e-2;
-    int quick = 0, tokens_given = 0;
+    int quick = 0, tokens_given = 0, paths_given = 0, routing_given = 0, tune_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -238,6 +238,7 @@ static int parse_args(int argc, char **argv, opts *o)
             tokens_given = 1;
         } else if (!strcmp(a, "--paths")) {
             NEED();
+            paths_given = 1;
             o->loop = o->grouped = o->moe = 0;
             char buf[128];
             snprintf(buf, sizeof buf, "%s", v);
@@ -254,6 +255,7 @@ static int parse_args(int argc, char **argv, opts *o)
                 }
         } else if (!strcmp(a, "--routing")) {
             NEED();
+            routing_given = 1;
             o->route_even = o->route_skewed = 0;
             char buf[64];
             snprintf(buf, sizeof buf, "%s", v);
@@ -272,6 +274,7 @@ static int parse_args(int argc, char **argv, opts *o)
             }
         } else if (!strcmp(a, "--tune")) {
             NEED();
+            tune_given = 1;
             o->ntunes = 0;
             char buf[64];
             snprintf(buf, sizeof buf, "%s", v);
@@ -285,8 +288,10 @@ static int parse_args(int argc, char **argv, opts *o)
                     return -1;
                 }
             }
-            if (!o->ntunes)
+            if (!o->ntunes) {
+                fprintf(stderr, "voltgate bench: --tune names neither off nor on\n");
                 return -1;
+            }
         } else if (!strcmp(a, "--family")) {
             NEED();
             if (vg_family_parse(v, &o->family) != VG_OK) {
@@ -374,6 +379,23 @@ static int parse_args(int argc, char **argv, opts *o)
     }
     if (o->route_skewed && !o->moe) {
         fprintf(stderr, "voltgate bench: --routing skewed times the moe path: add moe to --paths\n");
+        return -1;
+    }
+    /* A flag that the shapes asked for never read would leave a run that
+     * looks like it measured what was asked and did not. */
+    if ((paths_given || routing_given) && !(o->shapes & SHAPE_WO_A)) {
+        fprintf(stderr, "voltgate bench: %s chooses the wo_a shape's paths: add wo_a to --shape\n",
+                paths_given ? "--paths" : "--routing");
+        return -1;
+    }
+    if (tokens_given && !(o->shapes & (SHAPE_WO_A | SHAPE_DENSE))) {
+        fprintf(stderr, "voltgate bench: --tokens sets the wo_a and dense shapes' rows; prefill and "
+                        "crossover have their own M: add wo_a or dense to --shape\n");
+        return -1;
+    }
+    if (tune_given && o->plans) {
+        fprintf(stderr, "voltgate bench: --plan times the plans named past the decision, so --tune "
+                        "does not apply: give one of them\n");
         return -1;
     }
     return 0;
