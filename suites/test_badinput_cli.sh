@@ -114,6 +114,9 @@ want 2 "requests" replay --config $CFG --backend cpu --layers fp16:dense:64:136 
 want 2 "layers" replay --config $CFG --backend cpu --layers fp16:dense::64:136 \
     --requests 3 --decode-steps 1 --chunk 4
 want 2 "chunk" $REPLAY --chunk 99999999999999999999
+# a weight its family cannot hold: refused before the warm-up (was exit 1 after it)
+want 2 "awq:dense:64:100.*not a multiple of 8" replay --config $CFG --backend cpu \
+    --layers fp16:dense:64:136,awq:dense:64:100 --requests 3 --decode-steps 1 --chunk 4
 printf '{"gemm_lut_path":"%s/cut\\u0000.lut"}\n' "$TMP" >"$TMP/nul.json"
 want 2 'u0000' replay --config "$TMP/nul.json" --backend cpu --layers fp16:dense:64:136 \
     --requests 3 --decode-steps 1 --chunk 4

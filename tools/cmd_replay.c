@@ -282,6 +282,14 @@ int cmd_replay(int argc, char **argv)
                     item, MAX_LAYERS);
             return VG_EXIT_USAGE;
         }
+        /* a weight the family cannot hold is bad input, refused before the
+         * warm-up rather than reported as a failed warm-up after it */
+        vg_weight_layout layout;
+        if (vg_weight_layout_of(layers[nlayers].family, layers[nlayers].n, layers[nlayers].k,
+                                &layout) != VG_OK) {
+            fprintf(stderr, "voltgate replay: --layers '%s': %s\n", item, vg_last_error());
+            return VG_EXIT_USAGE;
+        }
         nlayers++;
     }
     request_result *res = calloc(MAX_REQUESTS, sizeof *res);
