@@ -30,6 +30,7 @@
  *   golden_import_float.c   BF16 / F16 / F32      -> fp16, or --family
  *   golden_import_case.c    the provenance and the case (X, reference)
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,6 +226,24 @@ vg_status vg_golden_import(const vg_golden_import_args *a, vg_golden_file *out)
     if (r != VG_OK)
         goto fail;
     f->groups = im->groups;
+    /* A scale that takes a weight past FP16 (a corrupt checkpoint: real
+     * scales are near 1/448 or a power of two near it) would put inf in the
+     * dequantize + cuBLAS plans' FP16 copy (and, for the families whose
+     * scale is applied before the MMA, on the tensor-core operands), so
+     * `--plan all` could not pass the case: refused here, naming it. */
+    {
+        const int64_t per = (int64_t)f->n * f->k;
+        for (int64_t i = 0; i < per * im->groups; i++)
+            if (fabsf(f->w_dequant[i]) > 65504.0f) {
+                r = vg_fail(VG_ERR_FORMAT, "%s: weight '%s' group %lld row %lld column %lld "
+                            "dequantizes to %g, past FP16's largest value 65504 (a scale out "
+                            "of range?): the dequantize + cuBLAS plans hold the weight as FP16",
+                            im->c.label, tensor, (long long)(i / per),
+                            (long long)(i % per / f->k), (long long)(i % f->k),
+                            (double)f->w_dequant[i]);
+                goto fail;
+            }
+    }
     /* the reader's bounds, before the reference is computed and written */
     if ((r = vg_golden_check_bounds(im->c.label, f)) != VG_OK)
         goto fail;

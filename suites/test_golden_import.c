@@ -246,6 +246,21 @@ static void test_import_refusals(void **state)
     a.have_family = 0;
     assert_int_equal(vg_golden_import(&a, &f), VG_OK); /* the good one imports */
     vg_golden_free(&f);
+    /* codes of 1.0: a scale of 65504 is FP16's largest weight, 1e30 is past it */
+    const float big[2] = {65504.0f, 1e30f};
+    for (int i = 0; i < 2; i++) {
+        memcpy(data + 64 * 16, &big[i], 4);
+        write_st(st, "{\"w\":{\"dtype\":\"F8_E4M3\",\"shape\":[64,16],\"data_offsets\":[0,1024]},"
+                     "\"w_scale_inv\":{\"dtype\":\"F32\",\"shape\":[1,1],\"data_offsets\":[1024,1028]}}",
+                 data, 1028);
+        assert_int_equal(vg_golden_import(&a, &f), i ? VG_ERR_FORMAT : VG_OK);
+        if (i)
+            assert_non_null(strstr(vg_last_error(), "group 0 row 0 column 0 dequantizes to 1e+30, "
+                                                    "past FP16's largest value 65504"));
+        else
+            vg_golden_free(&f);
+    }
+    memcpy(data + 64 * 16, &one, 4);
 
     write_st(st, "{\"w\":{\"dtype\":\"I32\",\"shape\":[16,16],\"data_offsets\":[0,1024]}}", data, 1024);
     assert_int_equal(vg_golden_import(&a, &f), VG_ERR_UNSUPPORTED);
