@@ -89,26 +89,6 @@ static vg_status rebuild_recipe(reader *r, vg_golden_file *f)
         return golden_fail(r->file, VG_ERR_LIMIT,
                            "recipe weight of %zu elements exceeds the bound of %zu", elems,
                            RECIPE_MAX_ELEMENTS);
-    if (r->flags & VG_GOLDEN_READ_NO_RECIPE) {
-        /* only what HDF5 parses: the hash attributes, each 64 hex digits */
-        static const char *const names[] = {"w_q", "w_scale", "w_zero", "w_tensor_scale",
-                                            "w_dequant"};
-        const int present[] = {1, f->layout.scale_bytes > 0, f->layout.zero_bytes > 0,
-                               vg_family_has_tensor_scale(f->family), 1};
-        for (int i = 0; i < 5; i++) {
-            if (!present[i])
-                continue;
-            char attr[96], hex[80];
-            snprintf(attr, sizeof attr, "sha256_%s", names[i]);
-            vg_status st = golden_get_str(r, r->fid, "", attr, hex, sizeof hex);
-            if (st != VG_OK)
-                return st;
-            if (strlen(hex) != 64 || strspn(hex, "0123456789abcdef") != 64)
-                return golden_fail(r->file, VG_ERR_FORMAT, "attribute '%s' is not 64 hex digits",
-                                   attr);
-        }
-        return VG_OK;
-    }
     vg_status st = vg_golden_rebuild_recipe(f);
     if (st != VG_OK)
         return golden_fail(r->file, st, "%s", vg_last_error());

@@ -16,8 +16,10 @@
  * memory-safe on damaged ones (a use-after-free and a heap overflow under
  * H5Aexists, found by fuzzing: suites/fuzz/regressions/fuzz_golden/hdf5_*).
  * So it first reads the file in a forked child (vg_golden_read_flags with
- * VG_GOLDEN_READ_NO_SEAL | VG_GOLDEN_READ_NO_RECIPE: every HDF5 parse and
- * stored dataset, without rebuilding a recipe weight):
+ * VG_GOLDEN_READ_NO_SEAL: every HDF5 parse and stored dataset, and a recipe
+ * weight rebuilt and checked against its hashes, so that an edit which makes
+ * the recipe stale, such as another seed, is refused here rather than sealed
+ * and refused by the next verify):
  *   - the child crashes: "<file>: damaged file (the HDF5 library crashed
  *     reading it: signal N)", and the file is left alone (exit 2);
  *   - the child refuses the file: its one-line message, passed up a pipe;
@@ -36,8 +38,7 @@ static int check_in_child(const char *cmd, const char *file)
     if (pid == 0) {
         close(fds[0]);
         vg_golden_file probe;
-        vg_status st = vg_golden_read_flags(file, VG_GOLDEN_READ_NO_RECIPE | VG_GOLDEN_READ_NO_SEAL,
-                                            &probe);
+        vg_status st = vg_golden_read_flags(file, VG_GOLDEN_READ_NO_SEAL, &probe);
         if (st == VG_OK) {
             vg_golden_free(&probe);
             _exit(0);

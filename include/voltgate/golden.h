@@ -103,15 +103,7 @@ vg_status vg_golden_free(vg_golden_file *f);
 vg_status vg_golden_read(const char *file, vg_golden_file *out);
 
 /* vg_golden_read with flags:
- * VG_GOLDEN_READ_NO_RECIPE: a recipe weight is not rebuilt (w_q, w_scale,
- *   w_zero and w_dequant stay NULL; its bound and the form of its sha256_w_*
- *   attributes are still checked).  Everything HDF5 parses is still parsed
- *   and every stored dataset read and hashed: the quick pass that
- *   `voltgate golden seal` runs in a child process before it seals a file,
- *   so that a file that crashes libhdf5 does not crash the tool (SCHEMA.md).
- *   Such a read is not for verifying. */
-#define VG_GOLDEN_READ_NO_RECIPE 1u
-/* VG_GOLDEN_READ_NO_SEAL: the file's seal (SCHEMA.md, "The seal") is not
+ * VG_GOLDEN_READ_NO_SEAL: the file's seal (SCHEMA.md, "The seal") is not
  *   checked, and an unsealed file is parsed.  Only for a process that may
  *   crash: libhdf5 1.10 is not memory-safe on damaged files, and the seal is
  *   what keeps damaged bytes away from it. */
