@@ -94,4 +94,40 @@ rc=$?
 [ $rc = 0 ] && grep -q "^auto-bisect: first bad commit: $r3 r3: planted slow commit$" "$tmp/bisect2.log" ||
     { echo "auto-bisect across the rename: exit $rc, want r3 ${r3:0:7} named:"; cat "$tmp/report2.txt" "$tmp/bisect2.log"
       exit 1; }
-echo "auto-bisect named c5 ($steps steps, c3 skipped when met), and r3 across the rename of the rows"
+# Bad input and aborted steps, in the first repository: exit 2 before any
+# step, or 1 with no commit named; never a wrong commit with exit 0.
+cd "$repo" || exit 1
+ab() { "$py" "$here/ci/auto-bisect" "$@" >"$tmp/ab.log" 2>&1; }
+want_ab() {   # want_ab RC PATTERN ARGS...
+    local rc=$1 pat=$2
+    shift 2
+    ab "$@"
+    local got=$?
+    [ "$got" = "$rc" ] && grep -q -e "$pat" "$tmp/ab.log" ||
+        { echo "auto-bisect $*: exit $got, want $rc and '$pat':"; cat "$tmp/ab.log"; exit 1; }
+    ! grep -q "first bad commit:" "$tmp/ab.log" || [ "$rc" = 0 ] ||
+        { echo "auto-bisect $*: named a commit though it failed"; exit 1; }
+    [ "$(git rev-parse HEAD)" = "$(git rev-parse main)" ] || { echo "auto-bisect $*: left HEAD moved"; exit 1; }
+}
+want_ab 1 "abort (bisect-step killed by signal 9)" "$tmp/report.txt" --step-args "$hooks --build-cmd 'kill -9 \$PPID'"
+sed "s/^\( *git bisect start \)[^ ]*/\1deadbeef/" "$tmp/report.txt" >"$tmp/report-gone.txt"
+want_ab 2 "the bad commit deadbeef is not in this checkout" "$tmp/report-gone.txt" --step-args "$hooks"
+sed "s/^\( *git bisect start \)[^ ]* [^ ]*/\1$c5 $c4/" "$tmp/report.txt" >"$tmp/report-one.txt"
+want_ab 0 "^auto-bisect: first bad commit: $c5 c5: planted slow commit$" "$tmp/report-one.txt" --step-args "$hooks"
+! grep -q "step 1" "$tmp/ab.log" || { echo "auto-bisect ran a step where git had named the commit"; exit 1; }
+want_ab 2 "max-steps must be 1 or more" "$tmp/report.txt" --step-args "$hooks" --max-steps 0
+want_ab 2 "summary /proc/nope/x" "$tmp/report.txt" --step-args "$hooks" --summary /proc/nope/x
+want_ab 2 "No closing quotation" "$tmp/report.txt" --step-args "--build-cmd 'sh build.sh"
+printf 'git bisect start \377\n' >"$tmp/report-bin.txt"
+want_ab 2 "report-bin.txt" "$tmp/report-bin.txt"
+git bisect start "$c7" "$c1" >/dev/null 2>&1
+ab "$tmp/report.txt" --step-args "$hooks"
+rc=$?
+[ $rc = 2 ] && grep -q "already bisecting" "$tmp/ab.log" && git bisect log >/dev/null 2>&1 ||
+    { echo "auto-bisect in a checkout already bisecting: exit $rc, want 2 and that bisect kept:"
+      cat "$tmp/ab.log"; exit 1; }
+git bisect reset >/dev/null 2>&1
+"$py" "$here/ci/auto-bisect" --help | grep -q "Exit 0 found, 1 not" ||
+    { echo "auto-bisect --help does not say its exit codes"; exit 1; }
+
+echo "auto-bisect named c5 ($steps steps, c3 skipped when met), and r3 across the rename of the rows; bad input refused"

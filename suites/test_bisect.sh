@@ -100,8 +100,8 @@ expect() {   # expect CODE COMMIT ARGS...
 }
 expect 125 "$c3" --golden "${hooks[@]}"                                          # does not build
 expect 125 "$c4" --perf 'tokens=99' --max-us 5 "${hooks[@]}"                     # no matching row
-expect 125 "$c4" --golden "${hooks[@]}" --golden-cmd 'kill -SEGV $$'             # the tool crashes
-expect 125 "$c4" --golden "${hooks[@]}" --golden-cmd 'exit 77'                   # the tool skips
+expect 125 "$c4" --golden "${hooks[@]}" --golden-cmd 'kill -SEGV $$ # {json}'           # the tool crashes
+expect 125 "$c4" --golden "${hooks[@]}" --golden-cmd 'exit 77 # {json}'                 # the tool skips
 expect 0 "$c4" --golden "${hooks[@]}"
 expect 1 "$c7" --golden "${hooks[@]}"
 expect 1 "$c4" --golden "${hooks[@]}" --golden-cmd 'sh golden2.sh {build} {json}'          # old_broken
@@ -114,6 +114,27 @@ expect 0 "$c5" --baseline-record "$record" --max-regression 40% "${hooks[@]}"
 expect 128 "$c4" --perf 'colour=red' --max-us 5 "${hooks[@]}"                    # bad call
 expect 128 "$c4" --baseline-record "$tmp/nope.json" "${hooks[@]}"                # no baseline
 expect 128 "$c4" --max-us 5 "${hooks[@]}"                                        # no mode
+# values that would make every step give one answer, and hooks it cannot read: abort
+expect 128 "$c4" --perf 'tokens=6' --max-us nan "${hooks[@]}"
+expect 128 "$c4" --baseline-record "$record" --max-regression 5 "${hooks[@]}"    # 500 %, not 5 %
+expect 128 "$c4" --baseline-record "$record" --alpha 0 "${hooks[@]}"
+expect 128 "$c4" --golden --timeout 0 "${hooks[@]}"
+expect 128 "$c4" --golden "${hooks[@]}" --golden-cmd 'sh golden.sh {build} out.json'   # no {json}
+expect 128 "$c4" --golden "${hooks[@]}" --build /proc/nope/build                # unusable --build
+# output it cannot judge at this commit: skip, not a traceback read as "bad"
+expect 125 "$c4" --baseline-record "$record" "${hooks[@]}" \
+    --bench-cmd 'sh bench.sh {build} {json} && sed -i "s/\"samples_us\":\[/\"samples_us\":[null,/" {json}'
+expect 125 "$c4" --golden "${hooks[@]}" --golden-cmd 'echo "{\"tool\":\"golden-verify\",\"rows\":[1]}" > {json}'
+# a timed-out hook's processes go with it
+expect 125 "$c4" --golden --timeout 1 "${hooks[@]}" \
+    --golden-cmd "sleep 30 & echo \$! > $tmp/sleeper.pid; wait # {json}"
+sleep 0.2
+sleeper=$(cat "$tmp/sleeper.pid" 2>/dev/null)
+# gone, or a zombie (killed; a container's init may not reap it)
+case "$(ps -o stat= -p "${sleeper:-999999}" 2>/dev/null)" in
+    "" | Z*) ;;
+    *) fail "a timed-out hook left its child running"; kill "$sleeper" ;;
+esac
 cd "$here"
 
 if [ "$fails" -ne 0 ]; then
