@@ -102,6 +102,9 @@ expect 125 "$c3" --golden "${hooks[@]}"                                         
 expect 125 "$c4" --perf 'tokens=99' --max-us 5 "${hooks[@]}"                     # no matching row
 expect 125 "$c4" --golden "${hooks[@]}" --golden-cmd 'kill -SEGV $$ # {json}'           # the tool crashes
 expect 125 "$c4" --golden "${hooks[@]}" --golden-cmd 'exit 77 # {json}'                 # the tool skips
+expect 1 "$c4" --golden --crash-is-bad "${hooks[@]}" --golden-cmd 'kill -SEGV $$ # {json}'  # to bisect a crash
+expect 125 "$c4" --golden --crash-is-bad "${hooks[@]}" --golden-cmd 'exit 77 # {json}'
+expect 125 "$c3" --golden --crash-is-bad "${hooks[@]}"                             # still does not build
 expect 0 "$c4" --golden "${hooks[@]}"
 expect 1 "$c7" --golden "${hooks[@]}"
 expect 1 "$c4" --golden "${hooks[@]}" --golden-cmd 'sh golden2.sh {build} {json}'          # old_broken
