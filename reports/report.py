@@ -29,9 +29,13 @@ The page also checks the issues' speed targets (--targets, default
 reports/targets.json; targets.py) against the latest run's rows; they are
 goals, shown and summarised on stdout, and do not change the exit status.
 
+A backend whose rows the baseline holds and the latest run lacks entirely
+(the CUDA side that did not run tonight) is printed as VANISHED and fails
+the run: it is not a pass.
+
 stdout gets the flagged rows as a short markdown table.  Exit status: 0 no
-regression, 1 something regressed or a golden case fails, 2 bad usage or no
-usable record.
+regression, 1 something regressed, a golden case fails or a backend
+vanished, 2 bad usage or no usable record.
 """
 import argparse
 import math
@@ -50,7 +54,7 @@ from report_runs import (  # noqa: E402,F401
     Run, group_runs, pick_baseline, _natural, _slug,
 )
 from report_rule import (  # noqa: E402,F401
-    FLAGGED_KINDS, compare_runs, rows_compared, nothing_compared_text, golden_by_case,
+    FLAGGED_KINDS, compare_runs, rows_compared, nothing_compared_text, vanished_backends, golden_by_case,
     reproduce_command, _worst, flagged, _glob_literal, _bench_cmd_for, CPU_BUILD_CMD,
     _relative_iqr, row_spread, bisect_recipe, markdown_table,
 )
@@ -163,6 +167,10 @@ def main(argv=None):
         print(vgtargets.summary(target_lines))
     elif targets_error:
         print(f"targets: not checked ({targets_error})")
+    vanished = vanished_backends(latest, baseline)
+    for backend, nbench, ngolden in vanished:
+        print(f"VANISHED: the baseline ran {nbench} benchmark and {ngolden} golden rows on {backend}; "
+              f"the latest run has none there (its missing parts: {'; '.join(latest.missing()) or 'none named'})")
     if perf or gold:
         print(markdown_table(perf, gold))
         cmds, why = recipe
@@ -170,6 +178,9 @@ def main(argv=None):
             print("\nTo pin it to a commit (reports/BISECT.md):\n" + "\n".join("    " + c for c in cmds))
         if why:
             print(f"\nBisect: {why}.")
+        return 1
+    if vanished:
+        # a part that stopped running is not a pass; no row to bisect
         return 1
     if baseline is not None and not rows_compared(bench_res, golden_res):
         # A nightly must not go green by comparing nothing.

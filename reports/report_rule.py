@@ -71,6 +71,21 @@ def nothing_compared_text(latest, baseline):
             f"golden row with the latest run {latest.label} ({kinds(latest)})")
 
 
+def vanished_backends(latest, baseline):
+    """The backends whose rows the baseline holds and the latest run has none
+    of, as (backend, bench rows, golden rows) of the baseline: the CUDA side
+    that stopped running (a lost driver, a build without CUDA) compares
+    nothing, so without this a nightly would pass on the CPU rows alone."""
+    if baseline is None:
+        return []
+
+    def backends(run):
+        return {k[0] for k in run.bench} | {k[0] for k in run.golden}
+    now = backends(latest)
+    return [(b, sum(1 for k in baseline.bench if k[0] == b), sum(1 for k in baseline.golden if k[0] == b))
+            for b in sorted(backends(baseline) - now)]
+
+
 def golden_by_case(golden_results):
     """Golden results grouped per (backend, case, transition): one line per
     case however many plans it has.  Returns dicts with the plans, the worst

@@ -44,10 +44,10 @@ case $cmd in
 golden-verify)
     [ "$backend" = cuda ] && [ "$mode" != cuda ] && { echo "skipped: no CUDA device"; exit 77; }
     v=PASS; [ "$mode" = golden-fail ] && v=FAIL
-    printf '{"tool":"golden-verify","rows":[{"case":"fp8-dense","file":"golden/cases/fp8-dense.h5","family":"fp8","path":"dense","m":1,"n":256,"k":384,"groups":1,"tokens":1,"backend":"cpu","plan":"cpu.dense.a","rel_rms":1e-4,"max_abs":1e-3,"tol_rel_rms":1e-3,"tol_max_abs":0.05,"verdict":"%s"}]}\n' "$v" > "$json"
+    printf '{"tool":"golden-verify","rows":[{"case":"fp8-dense","file":"golden/cases/fp8-dense.h5","family":"fp8","path":"dense","m":1,"n":256,"k":384,"groups":1,"tokens":1,"backend":"%s","plan":"%s.dense.a","rel_rms":1e-4,"max_abs":1e-3,"tol_rel_rms":1e-3,"tol_max_abs":0.05,"verdict":"%s"}]}\n' "$backend" "$backend" "$v" > "$json"
     [ "$v" = PASS ] ;;
 bench)
-    printf '{"tool":"bench","backend":"cpu","gpu":null,"driver":null,"cuda_version":null,"arch_list":null,"policy_hash":"00000000000000ff","config":{},"copy_bandwidth_gbs":20.0,"rows":[' > "$json"
+    printf '{"tool":"bench","backend":"'"$backend"'","gpu":null,"driver":null,"cuda_version":null,"arch_list":null,"policy_hash":"00000000000000ff","config":{},"copy_bandwidth_gbs":20.0,"rows":[' > "$json"
     for p in grouped loop; do
         [ $p = loop ] && printf ',' >> "$json"
         printf '{"name":"g4n256k512/%s/%s/t6/tune=on","kind":"kernel","path":"%s","family":"%s","m":24,"n":256,"k":512,"groups":4,"tokens":6,"plan":"p","decision":"measure","samples_us":[%s],"median_us":%s,"min_us":9.95,"max_us":12.3,"bytes":524288,"flops":6291456,"bandwidth_fraction":null,"max_rel_rms":1e-4}' $p "$family" $p "$family" "$samples" "$median" >> "$json"
@@ -153,6 +153,47 @@ nightly slow
 [ "$rc" = 1 ] || { fail "nightly with a 20 % slowdown: exit $rc, want 1"; tail -20 "$tmp/nout"; }
 grep -q "| g4n256k512/grouped/fp8/t6/tune=on | cpu |" "$tmp/nout" || fail "nightly: the slow row is not in the table"
 grep -q "nightly: REGRESSED" "$tmp/nout" || fail "nightly: no REGRESSED line"
+
+# A night whose CUDA side did not run, after one where it did: not a pass.
+VG_HISTORY="$tmp/vhistory" FAKE_MODE=cuda BUILD="$tmp/build" PYTHON="$py" VG_REPORT_DIR="$tmp/vhtml" \
+    bash "$here/ci/regress" >"$tmp/vout" 2>&1 || { fail "regress with CUDA: exit $?"; tail -5 "$tmp/vout"; }
+FAKE_MODE=ok PATH="$tmp/fakebin:$PATH" BUILD="$tmp/build" PYTHON="$py" VG_HISTORY="$tmp/vhistory" \
+    VG_REPORT_DIR="$tmp/vhtml" bash "$here/ci/nightly" >"$tmp/nout" 2>&1
+rc=$?
+[ "$rc" = 1 ] && grep -q "VANISHED: the baseline ran .* rows on cuda; the latest run has none there" "$tmp/nout" ||
+    { fail "nightly after the CUDA side vanished: exit $rc, want 1 and a VANISHED line"; tail -8 "$tmp/nout"; }
+
+# make regress that fails before any record (a build, a dependency): the
+# nightly says so and exits 1, blaming no report.
+mkdir -p "$tmp/fakebin2"
+printf '#!/bin/bash\necho "make: *** [all] Error 2" >&2\nexit 2\n' > "$tmp/fakebin2/make"
+chmod +x "$tmp/fakebin2/make"
+PATH="$tmp/fakebin2:$PATH" BUILD="$tmp/build" PYTHON="$py" VG_HISTORY="$tmp/nhistory" VG_REPORT_DIR="$tmp/nhtml" \
+    bash "$here/ci/nightly" >"$tmp/nout" 2>&1
+rc=$?
+[ "$rc" = 1 ] && [ "$(tail -n 1 "$tmp/nout")" = "report: none (make regress wrote no record)" ] ||
+    { fail "nightly when make regress wrote no record: exit $rc, want 1: $(tail -n 2 "$tmp/nout")"; }
+
+# Settings are checked before the first step, and write no record.
+before=$(ls "$tmp/nhistory" | wc -l)
+for setting in VG_STEP_TIMEOUT=abc VG_SHARD=1of2 "VG_RUNNER=gpu box" VG_HISTORY=/proc/vgh; do
+    # the setting last: env takes the later of two
+    env FAKE_MODE=ok BUILD="$tmp/build" PYTHON="$py" VG_REPORT_DIR="$tmp/shtml" VG_HISTORY="$tmp/nhistory" \
+        "$setting" bash "$here/ci/regress" >"$tmp/sout" 2>&1
+    rc=$?
+    [ "$rc" = 1 ] && grep -q "^report: none (bad setting: ${setting%%=*})$" "$tmp/sout" &&
+        ! grep -q "golden-cpu:" "$tmp/sout" ||
+        fail "regress with $setting: exit $rc, want 1 before any step: $(tail -n 3 "$tmp/sout")"
+done
+[ "$(ls "$tmp/nhistory" | wc -l)" = "$before" ] || fail "a bad setting left a record"
+VG_MIN_EFFECT=3% PATH="$tmp/fakebin:$PATH" BUILD="$tmp/build" PYTHON="$py" VG_HISTORY="$tmp/nhistory" \
+    bash "$here/ci/nightly" >"$tmp/nout" 2>&1
+rc=$?
+[ "$rc" = 2 ] && grep -q "VG_MIN_EFFECT=3%" "$tmp/nout" && [ "$(ls "$tmp/nhistory" | wc -l)" = "$before" ] ||
+    fail "nightly VG_MIN_EFFECT=3%: exit $rc, want 2 before make regress: $(tail -n 2 "$tmp/nout")"
+bash "$here/ci/regress" --help | grep -q "^Exit status" || fail "ci/regress --help does not print its text"
+bash "$here/ci/regress" extra >/dev/null 2>&1; [ $? = 2 ] || fail "ci/regress took an argument"
+bash "$here/ci/nightly" --help | grep -q "^Env:" || fail "ci/nightly --help does not print its text"
 
 # The repository's own results folder was not touched by any of this.
 git -C "$here" status --porcelain -- reports/history | grep -q . && fail "reports/history changed"

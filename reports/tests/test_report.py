@@ -268,6 +268,25 @@ class Verdict(ReportCase):
         self.assertEqual(rc, 0, out)
         self.assertIn("no regression", out)
 
+    def test_a_backend_that_stopped_running_fails_the_run(self):
+        # The baseline ran the CPU and CUDA sides; tonight the CUDA side did
+        # not run (a lost driver): the CPU rows compare fine, which must not
+        # read as a pass.
+        self.put_record("a", 0, {"x": noisy(1, 10)}, runner="cpu0", shard="0/2")
+        self.put_record("a", 1, {"y": noisy(2, 20)}, runner="gpu0", shard="1/2", backend="cuda")
+        self.put_record("b", 60, {"x": noisy(3, 10)}, runner="cpu0", shard="0/2")
+        rc, out, err = run_report(["--history", self.hist, "--out", self.out])
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("VANISHED: the baseline ran 1 benchmark and 0 golden rows on cuda; "
+                      "the latest run has none there", out)
+        self.assertNotIn("no regression", out)
+        # Both sides ran again: no verdict from the backends.
+        self.put_record("c", 120, {"x": noisy(4, 10)}, runner="cpu0", shard="0/2")
+        self.put_record("c", 121, {"y": noisy(5, 20)}, runner="gpu0", shard="1/2", backend="cuda")
+        rc, out, _ = run_report(["--history", self.hist, "--out", self.out, "--baseline", "a" * 40])
+        self.assertEqual(rc, 0, out)
+        self.assertNotIn("VANISHED", out)
+
     def test_the_bisect_threshold_is_never_under_the_rows_own_spread(self):
         # x's median moved 25 % between runs of no consequence; a 40 % slowdown
         # bisected at half of it (20 %) would call noise a bad commit.
