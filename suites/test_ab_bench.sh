@@ -105,6 +105,40 @@ printf 'not a patch\n' > "$tmp/bad.patch"
 "$ab" "${hooks[@]}" . "$tmp/slow.patch" --bench-cmd 'true {json}' >/dev/null 2>"$tmp/err"; rc=$?
 [ "$rc" = 1 ] && grep -q "wrote no usable JSON" "$tmp/err" || { fail "no JSON: exit $rc"; cat "$tmp/err"; }
 
+# Flag values that would mark everything or nothing, and --bench-args that do
+# not parse: refused before any build (exit 2).
+for bad in "--alpha nan" "--alpha 2" "--min-effect -5" "--min-effect inf"; do
+    # shellcheck disable=SC2086 # two words each
+    "$ab" "${hooks[@]}" . . $bad >/dev/null 2>"$tmp/err"; rc=$?
+    [ "$rc" = 2 ] && grep -q "alpha must be in (0, 1)" "$tmp/err" || { fail "$bad: exit $rc, want 2"; cat "$tmp/err"; }
+done
+rm -f "$tmp"/work/build-*.log
+"$ab" "${hooks[@]}" . . --bench-args "--family 'awq" >/dev/null 2>"$tmp/err"; rc=$?
+[ "$rc" = 2 ] && grep -q "No closing quotation" "$tmp/err" && ! ls "$tmp"/work/build-*.log >/dev/null 2>&1 ||
+    { fail "unbalanced --bench-args: exit $rc, want 2 before a build"; cat "$tmp/err"; }
+# Work folders it cannot use: one line, exit 2; a user's file in it survives.
+: > "$tmp/afile"
+for w in "$tmp/afile" /proc/vgab /; do
+    "$ab" "${hooks[@]}" . . --work "$w" >/dev/null 2>"$tmp/err"; rc=$?
+    [ "$rc" = 2 ] && ! grep -q Traceback "$tmp/err" || { fail "--work $w: exit $rc, want 2"; cat "$tmp/err"; }
+done
+echo notes > "$tmp/work/build-notes.txt"
+"$ab" "${hooks[@]}" . . >/dev/null 2>"$tmp/err" || fail "A/A with a user's file: exit $?"
+[ -f "$tmp/work/build-notes.txt" ] || fail "ab-bench deleted a file of its work folder that is not its own"
+# A bench killed by a signal is no result (exit 1), unlike exit 1 (a row's output check).
+"$ab" "${hooks[@]}" . . --bench-cmd "sh $tmp/bench.sh {json} $tmp/order.log; kill -SEGV \$\$" >/dev/null 2>"$tmp/err"
+rc=$?
+[ "$rc" = 1 ] && grep -q "killed by signal 11" "$tmp/err" || { fail "crashed bench: exit $rc, want 1"; cat "$tmp/err"; }
+# A git revision from a worktree (.git is a file there).
+if git -C "$here" rev-parse --git-dir >/dev/null 2>&1 && git -C "$here" worktree add -q --detach "$tmp/wt" HEAD 2>/dev/null; then
+    cp "$ab" "$tmp/wt/ci/ab-bench"        # this tree's, not HEAD's
+    "$tmp/wt/ci/ab-bench" "${hooks[@]}" base=HEAD new=. >/dev/null 2>"$tmp/err" ||
+        { fail "a revision from a worktree: exit $?"; cat "$tmp/err"; }
+    git -C "$here" worktree remove --force "$tmp/wt"
+else
+    echo "test_ab_bench: the worktree check skipped (no git checkout here)"
+fi
+
 if [ "$fails" -ne 0 ]; then
     echo "test_ab_bench: $fails check(s) failed"
     exit 1
