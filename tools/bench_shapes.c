@@ -249,28 +249,39 @@ void bench_grouped(bench *b, vg_cublas *h, const char *shape, int G, int N, int 
         const int most = skewed_counts(G, o->tokens[ti], counts);
         Ts = most > Ts ? most : Ts;
     }
-    wset w;
-    xset full, fulls;
-    memset(&fulls, 0, sizeof fulls);
-    if (wset_make(b, &w, o->family, G, N, K, 1) || xset_make(&full, &w, T, 2, 0) ||
-        (Ts && xset_make(&fulls, &w, Ts, 3, 0))) {
-        b->failed = 1;
-        return;
-    }
+    /* The rows' buffers before the weights and the reference (the slow
+     * part): rows that do not fit are said to at once, whatever the build. */
     uint16_t *x16 = malloc((size_t)G * T * K * 2);
     float *x32 = malloc((size_t)G * T * K * 4);
     double *ref = malloc((size_t)G * T * N * sizeof(double));
     uint16_t *xs16 = Ts ? malloc((size_t)G * Ts * K * 2) : NULL;
     double *refs = Ts ? malloc((size_t)G * Ts * N * sizeof(double)) : NULL;
+    wset w;
+    xset full, fulls;
+    memset(&fulls, 0, sizeof fulls);
+    int ready = 1;
     if (!x16 || !x32 || !ref) {
-        /* the row loop below runs only with all three: no row, so say why */
         fprintf(stderr, "voltgate bench: %s: out of memory for %d groups x %d tokens (N=%d, K=%d)\n", shape,
                 G, T, (int)N, (int)K);
-        b->failed = 1;
-    }
-    if (Ts && (!xs16 || !refs)) {
+        ready = 0;
+    } else if (Ts && (!xs16 || !refs)) {
         fprintf(stderr, "voltgate bench: %s: out of memory for the skewed rows\n", shape);
+        ready = 0;
+    } else if (wset_make(b, &w, o->family, G, N, K, 1)) {
+        ready = 0;
+    } else if (xset_make(&full, &w, T, 2, 0) || (Ts && xset_make(&fulls, &w, Ts, 3, 0))) {
+        xset_free(&full);
+        wset_free(b, &w);
+        ready = 0;
+    }
+    if (!ready) {
+        free(x16);
+        free(x32);
+        free(ref);
+        free(xs16);
+        free(refs);
         b->failed = 1;
+        return;
     }
     peer_w pw_bf16 = {{0}, 0}, pw_fp16 = {{0}, 0};
     int peers = o->cuda && o->peers && h;
