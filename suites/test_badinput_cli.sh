@@ -124,6 +124,33 @@ want 2 'u0000' replay --config "$TMP/nul.json" --backend cpu --layers fp16:dense
     --requests 3 --decode-steps 1 --chunk 4
 [ ! -e "$TMP/cut" ] || fail "a gemm_lut_path holding \\u0000 wrote the truncated path"
 
+# golden gen: options that contradict each other or that the mode ignores
+GEN="golden gen --family fp16 --path moe --n 64 --k 128"
+want 2 "groups 4 disagrees with --routing (3 experts)" $GEN --routing 1,2,3 --groups 4 -o "$TMP/g.h5"
+want 2 "groups 4 disagrees with --routing (3 experts)" $GEN --groups 4 --routing 1,2,3 -o "$TMP/g.h5"
+want 2 "has 2 experts, the first --routing 3" $GEN --routing 1,2,3 --routing 1,2 -o "$TMP/g.h5"
+want 2 "tokens-list is for grouped and loop" $GEN --tokens-list 2,4,6 -o "$TMP/g.h5"
+want 2 "seed does not go with it" golden gen --set ci --only fp16-dense.h5 --seed 7 -o "$TMP/set"
+want 2 "only picks a file of --set" golden gen --family fp16 --path dense --n 16 --k 32 --only x.h5 \
+    -o "$TMP/g.h5"
+want 2 "a decimal integer" golden gen --family fp16 --path dense --n 16 --k 32 --seed " -1" -o "$TMP/g.h5"
+[ ! -e "$TMP/g.h5" ] && [ ! -e "$TMP/set" ] || fail "a refused golden gen wrote its output"
+"$TOOL" golden gen --family fp16 --path dense --n 16 --k 32 --seed 010 -o "$TMP/s.h5" >/dev/null 2>&1 &&
+    "$TOOL" golden info "$TMP/s.h5" | grep -q "seed=10\b" || fail "--seed 010 is not ten"
+# golden verify: a shard with no file is skipped, not green; a list's summary says what was wrong
+"$TOOL" golden verify --backend cpu --shard 3/4 golden/cases/fp16-dense.h5 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ "$rc" = 77 ] && grep -q "shard 3/4 holds none of the 1 file" "$TMP/err" ||
+    fail "verify of an empty shard: exit $rc, want 77: $(cat "$TMP/err")"
+want 2 "all and heuristic go alone" golden verify --backend cpu --plan heuristic,cpu.x golden/cases/fp16-dense.h5
+"$TOOL" golden verify --backend cpu --plan "$("$TOOL" plans --backend cpu 2>/dev/null |
+    awk '$1 == "cpu" && $3 == "dense" { print $2; exit }'),cpu.dense.nope" golden/cases/fp16-dense.h5 \
+    >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ "$rc" = 2 ] && grep -q "passed, 0 failed; a --plan id ran on no case$" "$TMP/out" &&
+    ! grep -q "could not be used" "$TMP/out" ||
+    fail "verify with an unknown id in --plan: exit $rc: $(tail -n 1 "$TMP/out")"
+
 # ---- 5: FIFOs never hang a reader -------------------------------------------
 mkfifo "$TMP/fifo.json"
 want 2 "not a regular file" replay --config "$TMP/fifo.json" --backend cpu \

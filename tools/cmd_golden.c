@@ -37,9 +37,11 @@ int golden_cli_parse_u64(const char *s, uint64_t *out)
 {
     char *end;
     errno = 0;
-    if (*s == '-')
+    /* decimal digits only: strtoull would take " -1" as 2^64 - 1, and base
+     * 0 would read 010 as 8 (and refuse 08) */
+    if (*s < '0' || *s > '9')
         return -1;
-    unsigned long long v = strtoull(s, &end, 0);
+    unsigned long long v = strtoull(s, &end, 10);
     if (errno || end == s || *end)
         return -1;
     *out = (uint64_t)v;

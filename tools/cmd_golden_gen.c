@@ -42,7 +42,11 @@ int cmd_golden_gen(int argc, char **argv)
     int have_family = 0, have_path = 0;
     const char *out = NULL, *set = NULL, *only = NULL;
     int32_t *m_list = NULL, *tokens = NULL, *routings = NULL, one = 1;
-    int32_t nroutings = 0, rc = VG_EXIT_USAGE;
+    int32_t nroutings = 0, routing_len = 0, rc = VG_EXIT_USAGE;
+    /* options that shape one file: --set makes the committed set and takes
+     * none of them (the first one given is named) */
+    const char *shape_opt = NULL;
+    int groups_given = 0, tokens_list_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -60,6 +64,9 @@ int cmd_golden_gen(int argc, char **argv)
             goto done;
         }
         i++;
+        if (!shape_opt && strcmp(o, "-o") && strcmp(o, "--output") && strcmp(o, "--set") &&
+            strcmp(o, "--only"))
+            shape_opt = o;
         if (!strcmp(o, "--family")) {
             if (vg_family_parse(v, &a.family) != VG_OK) {
                 fprintf(stderr, "voltgate golden gen: %s\n", vg_last_error());
@@ -74,6 +81,7 @@ int cmd_golden_gen(int argc, char **argv)
             have_path = 1;
         } else if (!strcmp(o, "--n") || !strcmp(o, "--k") || !strcmp(o, "--groups")) {
             int32_t *dst = o[2] == 'n' ? &a.n : o[2] == 'k' ? &a.k : &a.groups;
+            groups_given |= o[2] == 'g';
             if (golden_cli_parse_i32(v, 1, VG_GOLDEN_MAX_DIM, dst) != 0) {
                 char why[160];
                 snprintf(why, sizeof why, "%s must be an integer from 1 to %d, not '%.40s'", o,
@@ -94,6 +102,7 @@ int cmd_golden_gen(int argc, char **argv)
         } else if (!strcmp(o, "--tokens") || !strcmp(o, "--tokens-list")) {
             free(tokens);
             tokens = NULL;
+            tokens_list_given = !strcmp(o, "--tokens-list");
             if (golden_cli_parse_list(v, 0, VG_GOLDEN_MAX_DIM, &tokens, &a.tokens_count) != 0 ||
                 (!strcmp(o, "--tokens") && a.tokens_count != 1)) {
                 char why[160];
@@ -109,10 +118,12 @@ int cmd_golden_gen(int argc, char **argv)
                 rc = golden_cli_usage_error("gen", "bad --routing '%s'", v);
                 goto done;
             }
-            if (nroutings && n != a.groups) {
+            if (nroutings && n != routing_len) {
                 free(r);
-                rc = golden_cli_usage_error("gen", "--routing '%s' has a different expert count",
-                                            v);
+                char why[200];
+                snprintf(why, sizeof why, "--routing '%.40s' has %d experts, the first --routing %d",
+                         v, (int)n, (int)routing_len);
+                rc = golden_cli_usage_error("gen", "%s", why);
                 goto done;
             }
             int32_t *grown = realloc(routings, (size_t)(nroutings + 1) * (size_t)n * sizeof(int32_t));
@@ -124,14 +135,10 @@ int cmd_golden_gen(int argc, char **argv)
             memcpy(routings + (size_t)nroutings * (size_t)n, r, (size_t)n * sizeof(int32_t));
             free(r);
             nroutings++;
-            if (a.groups && a.groups != n && nroutings == 1) {
-                rc = golden_cli_usage_error("gen", "--routing '%s' disagrees with --groups", v);
-                goto done;
-            }
-            a.groups = n;
+            routing_len = n;
         } else if (!strcmp(o, "--seed")) {
             if (golden_cli_parse_u64(v, &a.seed) != 0) {
-                rc = golden_cli_usage_error("gen", "bad --seed '%s'", v);
+                rc = golden_cli_usage_error("gen", "--seed '%s': a decimal integer from 0 to 2^64 - 1", v);
                 goto done;
             }
         } else if (!strcmp(o, "--y-dtype")) {
@@ -157,6 +164,27 @@ int cmd_golden_gen(int argc, char **argv)
     if (!out) {
         rc = golden_cli_usage_error("gen", "%s", "-o is required");
         goto done;
+    }
+    if (set && (shape_opt || a.recipe_weights)) {
+        rc = golden_cli_usage_error("gen", "--set makes the committed set as its recipes say; %s "
+                                    "does not go with it", shape_opt ? shape_opt : "--recipe");
+        goto done;
+    }
+    if (only && !set) {
+        rc = golden_cli_usage_error("gen", "%s", "--only picks a file of --set; give --set ci");
+        goto done;
+    }
+    if (nroutings) {
+        /* wherever --groups came, it must be the routing's expert count: the
+         * rows of each expert are read from the routing */
+        if (groups_given && a.groups != routing_len) {
+            char why[120];
+            snprintf(why, sizeof why, "--groups %d disagrees with --routing (%d experts)",
+                     (int)a.groups, (int)routing_len);
+            rc = golden_cli_usage_error("gen", "%s", why);
+            goto done;
+        }
+        a.groups = routing_len;
     }
     if (!set && vg_check_output_path("-o", out) != VG_OK) {
         rc = golden_cli_usage_error("gen", "%s", vg_last_error());
@@ -192,6 +220,13 @@ int cmd_golden_gen(int argc, char **argv)
         }
         if (routings && a.path != VG_PATH_MOE) {
             rc = golden_cli_usage_error("gen", "%s", "--routing is for moe");
+            goto done;
+        }
+        if (tokens_list_given && a.path == VG_PATH_MOE) {
+            /* moe makes one case of --tokens (a routing drawn from the seed):
+             * a list would keep its first value and drop the rest */
+            rc = golden_cli_usage_error("gen", "%s", "--tokens-list is for grouped and loop; moe "
+                                        "takes --tokens T or a --routing per case");
             goto done;
         }
         if (!tokens && !routings) {

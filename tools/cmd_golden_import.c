@@ -127,7 +127,7 @@ int cmd_golden_import(int argc, char **argv)
             a.routing = routing;
         } else if (!strcmp(o, "--seed")) {
             if (golden_cli_parse_u64(v, &a.seed) != 0) {
-                rc = golden_cli_usage_error("import", "bad --seed '%s'", v);
+                rc = golden_cli_usage_error("import", "--seed '%s': a decimal integer from 0 to 2^64 - 1", v);
                 goto done;
             }
         } else if (!strcmp(o, "-o") || !strcmp(o, "--output"))

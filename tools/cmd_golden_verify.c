@@ -200,7 +200,9 @@ int cmd_golden_verify(int argc, char **argv)
     qsort(files.items, files.count, sizeof(char *), golden_cli_cmp_str);
     backend = tool_backend(backend);
 
-    /* --plan's ids, checked before any device is opened */
+    /* --plan's list, its form checked before any device is opened (whether
+     * each id is a plan shows after the run: an id that ran on no case is
+     * named then) */
     verify_out vo = {.case_pattern = case_pattern};
     if (strcmp(plan, "all") && strcmp(plan, "heuristic")) {
         size_t len;
@@ -212,6 +214,11 @@ int cmd_golden_verify(int argc, char **argv)
                                               len ? "more than 64 plan ids in --plan '%s'"
                                                   : "an empty plan id in --plan '%s'",
                                               plan);
+            }
+            if ((len == 3 && !strncmp(p, "all", 3)) || (len == 9 && !strncmp(p, "heuristic", 9))) {
+                golden_cli_list_free(&files);
+                return golden_cli_usage_error("verify", "--plan '%s': all and heuristic go alone, "
+                                              "not in a list of plan ids", plan);
             }
             vo.plan_id[vo.nplan_ids] = p;
             vo.plan_id_len[vo.nplan_ids++] = len;
@@ -273,13 +280,26 @@ int cmd_golden_verify(int argc, char **argv)
         fprintf(vo.json, ",\"rows\":[");
     }
 
-    printf("%-28s %-5s %-36s %10s %10s %-18s %s\n", "case", "bknd", "plan", "rel_rms", "max_abs",
-           "tol(rms/abs)", "verdict");
     int bad_file = 0;
     path_list unusable = {0};
     tool_progress_start(&vo.progress, "golden verify");
     for (size_t i = 0; i < files.count; i++)
         vo.files_total += (int32_t)(i % (size_t)shard_n) == shard_i;
+    if (vo.files_total == 0) {
+        /* nothing verified is no pass: a CI matrix with more shards than
+         * files sees this shard skipped, not green */
+        tool_progress_end(&vo.progress);
+        if (vo.json) {
+            fclose(vo.json);
+            vo.json = NULL;
+        }
+        fprintf(stderr, "skipped: --shard %d/%d holds none of the %zu file(s) given\n", (int)shard_i,
+                (int)shard_n, files.count);
+        rc = VG_EXIT_SKIP;
+        goto out;
+    }
+    printf("%-28s %-5s %-36s %10s %10s %-18s %s\n", "case", "bknd", "plan", "rel_rms", "max_abs",
+           "tol(rms/abs)", "verdict");
     for (size_t i = 0; i < files.count; i++) {
         if ((int32_t)(i % (size_t)shard_n) != shard_i)
             continue;
@@ -313,10 +333,12 @@ int cmd_golden_verify(int argc, char **argv)
         vo.files_done++;
     }
     tool_progress_end(&vo.progress);
+    const int files_unusable = bad_file;
+    int case_idle = 0;
     if (case_pattern && vo.case_rows == 0 && !bad_file) {
         fprintf(stderr, "voltgate golden verify: --case '%s' matches no case of the files given "
                         "(with this --plan)\n", case_pattern);
-        bad_file = 1;
+        bad_file = case_idle = 1;
     }
     /* each id must have run somewhere: a typo in a list runs nothing of its own */
     int idle_ids = 0;
@@ -329,8 +351,10 @@ int cmd_golden_verify(int argc, char **argv)
         }
     if (idle_ids)
         bad_file = 1;
-    printf("%d row(s): %d passed, %d failed%s", vo.rows, vo.rows - vo.failed_rows,
-           vo.failed_rows, bad_file ? "; some files could not be used" : "");
+    printf("%d row(s): %d passed, %d failed%s%s%s", vo.rows, vo.rows - vo.failed_rows,
+           vo.failed_rows, files_unusable ? "; some files could not be used" : "",
+           case_idle ? "; --case matched no case" : "",
+           idle_ids ? "; a --plan id ran on no case" : "");
     /* Every file named in the summary: the errors above may have scrolled away. */
     for (size_t u = 0; u < unusable.count; u++)
         printf("%s%s", u ? ", " : ": ", unusable.items[u]);
