@@ -151,6 +151,8 @@ rc=$?
     ! grep -q "could not be used" "$TMP/out" ||
     fail "verify with an unknown id in --plan: exit $rc: $(tail -n 1 "$TMP/out")"
 
+want 2 "backend needs a value" plans --backend
+
 # ---- 5: FIFOs never hang a reader -------------------------------------------
 mkfifo "$TMP/fifo.json"
 want 2 "not a regular file" replay --config "$TMP/fifo.json" --backend cpu \

@@ -177,9 +177,13 @@ int cmd_plans(int argc, char **argv)
             return cmd_rule(argc, argv);
     const char *backend = "all";
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--backend") == 0) {
+            if (i + 1 == argc) {
+                fprintf(stderr, "voltgate plans: --backend needs a value (cpu, cuda or all)\n");
+                return VG_EXIT_USAGE;
+            }
             backend = argv[++i];
-        } else if (strcmp(argv[i], "--help") == 0) {
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             printf("usage: voltgate plans [--backend cpu|cuda|all]\n"
                    "       voltgate plans --rule [...]   (see voltgate plans --rule --help)\n"
                    "Lists every kernel plan: backend, id, kernel path, tile, stages, split-K,\n"
