@@ -47,7 +47,7 @@ const char *vg_golden_import_format_names(void)
 }
 
 /* The name of expert e from a pattern with "{e}". */
-static vg_status expert_name(const char *pattern, int64_t e, char *out, size_t len)
+vg_status golden_import_expert_name(const char *pattern, int64_t e, char *out, size_t len)
 {
     const char *at = strstr(pattern, "{e}");
     if (!at)
@@ -101,7 +101,7 @@ vg_status vg_golden_import(const vg_golden_import_args *a, vg_golden_file *out)
             e0 = 0;
             e1 = 0;
         }
-        if ((r = expert_name(a->experts, e0, first, sizeof first)) != VG_OK)
+        if ((r = golden_import_expert_name(a->experts, e0, first, sizeof first)) != VG_OK)
             goto fail;
     } else {
         snprintf(first, sizeof first, "%s", a->weight);
@@ -111,7 +111,7 @@ vg_status vg_golden_import(const vg_golden_import_args *a, vg_golden_file *out)
     if (a->experts && !a->have_expert_range) {
         char nm[600], probe[700];
         for (e1 = 0; e1 < VG_GOLDEN_MAX_GROUPS + 1; e1++) {
-            if (expert_name(a->experts, e1, nm, sizeof nm) != VG_OK)
+            if (golden_import_expert_name(a->experts, e1, nm, sizeof nm) != VG_OK)
                 break;
             const char *suffix = im->fmt == SRC_AWQ || im->fmt == SRC_GPTQ ||
                                          im->fmt == SRC_GPTQ_V2 ? ".qweight"
@@ -177,6 +177,16 @@ vg_status vg_golden_import(const vg_golden_import_args *a, vg_golden_file *out)
                     vg_family_name(a->family));
         goto fail;
     }
+    if (a->scale && im->fmt != SRC_FP8) {
+        r = vg_fail(VG_ERR_INVALID_ARG, "%s: --scale names an F8_E4M3 weight's scale; weight '%s' "
+                    "is %s", im->c.label, tensor, golden_import_src_names[im->fmt]);
+        goto fail;
+    }
+    if (a->scale && a->experts && !strstr(a->scale, "{e}")) {
+        r = vg_fail(VG_ERR_INVALID_ARG, "import: with --experts, --scale names each expert's scale "
+                    "through {e}, as --experts does ('%s' has none)", a->scale);
+        goto fail;
+    }
     if (rows != ROWS_ALL && im->fmt != SRC_MXFP4) {
         r = vg_fail(VG_ERR_INVALID_ARG, "import: --rows is for fused gate_up weights "
                     "(mxfp4-gptoss)");
@@ -197,7 +207,7 @@ vg_status vg_golden_import(const vg_golden_import_args *a, vg_golden_file *out)
         int64_t e = e0 + g;
         char name[600];
         if (a->experts) {
-            if ((r = expert_name(a->experts, e, name, sizeof name)) != VG_OK)
+            if ((r = golden_import_expert_name(a->experts, e, name, sizeof name)) != VG_OK)
                 break;
             if (strcmp(tensor, first) && (im->fmt == SRC_FP8 || im->fmt == SRC_FLOAT ||
                                           im->fmt == SRC_NVFP4_MODELOPT)) {
@@ -209,6 +219,7 @@ vg_status vg_golden_import(const vg_golden_import_args *a, vg_golden_file *out)
             snprintf(name, sizeof name, "%s", tensor);
         }
         int64_t fe = fused ? e : -1;
+        im->expert = e;
         switch (im->fmt) {
         case SRC_FP8: r = golden_import_fp8(im, name, fe, g); break;
         case SRC_FLOAT: r = golden_import_float(im, name, fe, g); break;

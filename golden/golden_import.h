@@ -88,6 +88,7 @@ typedef struct imp {
     src_format fmt;
     vg_golden_file *f;
     int32_t groups;         /* G of the output */
+    int64_t expert;         /* the expert being read (--experts: the {e} of its names) */
     int started;
     float *wfloat;          /* SRC_FLOAT: the values, all groups, until the end */
     vg_st_dtype float_dtype;
@@ -112,6 +113,8 @@ vg_status golden_import_load(imp *im, const char *name, vg_st_dtype dt, int rank
 vg_status golden_import_peek(imp *im, const char *name, const vg_st_tensor **t);
 /* out = a followed by b; an empty string when it would not fit. */
 void golden_import_join(char *out, size_t len, const char *a, const char *b);
+/* pattern with its {e} replaced by expert e (--experts, and --scale with it). */
+vg_status golden_import_expert_name(const char *pattern, int64_t e, char *out, size_t len);
 /* Sets the weight's family and shape on the first group and allocates all
  * groups; later groups must have the same shape. */
 vg_status golden_import_begin(imp *im, vg_family family, int64_t n, int64_t k, int32_t g,

@@ -14,10 +14,15 @@
 vg_status golden_import_fp8(imp *im, const char *name, int64_t e, int32_t g)
 {
     char sname[1024];
-    if (im->a->scale && !im->a->experts)
+    if (im->a->scale && im->a->experts) {
+        vg_status r = golden_import_expert_name(im->a->scale, im->expert, sname, sizeof sname);
+        if (r != VG_OK)
+            return r;
+    } else if (im->a->scale) {
         snprintf(sname, sizeof sname, "%s", im->a->scale);
-    else
+    } else {
         golden_import_join(sname, sizeof sname, name, "_scale_inv");
+    }
     void *q = NULL, *s = NULL;
     int64_t qs[2], any2[2] = {-1, -1};
     vg_status r = golden_import_load(im, name, VG_ST_F8_E4M3, 2, any2, "E4M3 [N][K]", e, &q, qs);

@@ -1116,6 +1116,65 @@ static void test_import_experts_gather(void **state)
     free(dir);
 }
 
+/* --scale with --experts: each expert's scale through {e}, for checkpoints
+ * whose scales are not named <weight>_scale_inv; --scale without {e} there,
+ * and --scale on a weight that has no such scale, are refused. */
+static void test_import_experts_scale_pattern(void **state)
+{
+    (void)state;
+    char *dir = vgtest_mkdtemp();
+    char st[600];
+    snprintf(st, sizeof st, "%s/model.safetensors", dir);
+    enum { E = 3, N = 130, K = 136 };
+    static uint8_t q[E][N * K];
+    float sc[E][2 * 2];
+    tspec t[2 * E];
+    char names[2 * E][96];
+    for (int e = 0; e < E; e++) {
+        for (int i = 0; i < N * K; i++)
+            q[e][i] = (uint8_t)((i * 29 + e * 7 + 1) & 0x7E);
+        for (int j = 0; j < 4; j++)
+            sc[e][j] = ldexpf(1.0f + (float)j / 8.0f, -6 - e);
+        snprintf(names[2 * e], 96, "experts.%d.w", e);
+        snprintf(names[2 * e + 1], 96, "experts.%d.w_block_scale", e);
+        t[2 * e] = (tspec){names[2 * e], "F8_E4M3", 2, {N, K}, q[e], sizeof q[e]};
+        t[2 * e + 1] = (tspec){names[2 * e + 1], "F32", 2, {2, 2}, sc[e], sizeof sc[e]};
+    }
+    write_tensors(st, t, 2 * E);
+    vg_golden_import_args a = import_args(st, NULL);
+    a.experts = "experts.{e}.w";
+    a.path = VG_PATH_GROUPED;
+    vg_golden_file f;
+    assert_int_equal(vg_golden_import(&a, &f), VG_ERR_NOT_FOUND); /* no experts.0.w_scale_inv */
+    a.scale = "experts.{e}.w_block_scale";
+    import_ok(&a, &f);
+    assert_int_equal(f.groups, E);
+    static float want[E * N * K];
+    for (int g = 0; g < E; g++)
+        for (int n = 0; n < N; n++)
+            for (int k = 0; k < K; k++)
+                want[(g * N + n) * K + k] =
+                    vg_e4m3_to_f32(q[g][n * K + k]) * sc[g][(n / 128) * 2 + k / 128];
+    assert_non_null(strstr(f.provenance, "experts.2.w_block_scale"));
+    expect_weight(&f, want, dir);
+    vg_golden_free(&f);
+    a.scale = "experts.0.w_block_scale"; /* one expert's scale for all: refused */
+    assert_int_equal(vg_golden_import(&a, &f), VG_ERR_INVALID_ARG);
+    assert_non_null(strstr(vg_last_error(), "through {e}"));
+    /* --scale on an F16 weight (it has no scale to name) */
+    uint16_t h[16 * 16];
+    for (int i = 0; i < 16 * 16; i++)
+        h[i] = vg_f32_to_fp16(0.25f);
+    tspec t16 = {"w16", "F16", 2, {16, 16}, h, sizeof h};
+    write_tensors(st, &t16, 1);
+    vg_golden_import_args b = import_args(st, "w16");
+    b.scale = "w16_scale_inv";
+    assert_int_equal(vg_golden_import(&b, &f), VG_ERR_INVALID_ARG);
+    assert_non_null(strstr(vg_last_error(), "--scale names an F8_E4M3 weight's scale"));
+    vgtest_rmtree(dir);
+    free(dir);
+}
+
 /* Bad files: each is refused naming the tensor and the problem. */
 static void expect_refused(const vg_golden_import_args *a, const char *n1, const char *n2)
 {
@@ -1441,6 +1500,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_import_nvfp4_modelopt),
         cmocka_unit_test(test_import_nvfp4_compressed_tensors),
         cmocka_unit_test(test_import_mxfp4_gptoss),
+        cmocka_unit_test(test_import_experts_scale_pattern),
         cmocka_unit_test(test_import_f16_bf16_as_stored),
         cmocka_unit_test(test_import_sharded_index),
         cmocka_unit_test(test_import_experts_gather),
