@@ -152,6 +152,13 @@ rc=$?
     fail "verify with an unknown id in --plan: exit $rc: $(tail -n 1 "$TMP/out")"
 
 want 2 "backend needs a value" plans --backend
+# output that could not be written is no result (was exit 0 with the table lost)
+if [ -w /dev/full ]; then
+    "$TOOL" plans --backend cpu >/dev/full 2>"$TMP/err"
+    rc=$?
+    [ "$rc" = 1 ] && grep -q "cannot write its output to standard output" "$TMP/err" ||
+        fail "plans > /dev/full: exit $rc, want 1: $(head -c 200 "$TMP/err")"
+fi
 
 # ---- 5: FIFOs never hang a reader -------------------------------------------
 mkfifo "$TMP/fifo.json"

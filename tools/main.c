@@ -2,6 +2,7 @@
  * voltgate — the command-line program.  Each subcommand lives in its own
  * tools/cmd_*.c; this file only dispatches.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -62,8 +63,18 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            int rc = commands[i].run(argc - 1, argv + 1);
+            /* Output that never arrived (a full disk, a closed pipe) is no
+             * result: a table or verdict lost on the way must not exit 0. */
+            errno = 0;
+            if ((fflush(stdout) != 0 || ferror(stdout)) && rc == 0) {
+                fprintf(stderr, "voltgate %s: cannot write its output to standard output: %s\n",
+                        argv[1], errno ? strerror(errno) : "write error");
+                rc = 1;
+            }
+            return rc;
+        }
     fprintf(stderr, "voltgate: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;
